@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "iver/cookie.h"
+#include "iver/digest.h"
+#include "iver/stat.h"
+
+/* The measurement cache: one entry per file identity (dev, ino) holding the
+ * generation, the cookie and stat snapshot of the last measurement, its
+ * digest, the ledger's heuristic shadows, flags and the path for reports.
+ * Two open-addressing indexes (by identity, by path) over a dense chunked
+ * entry array; paths and digests live in append-only arenas. No per-entry
+ * allocation. Entries are addressed by a stable-until-removal index. */
+typedef struct IverCache IverCache;
+
+enum {
+        IVER_ENTRY_MEASURED    = 1 << 0, /* a digest is present */
+        IVER_ENTRY_PROVISIONAL = 1 << 1, /* hashed without a lease: re-hash on next check */
+        IVER_ENTRY_RACY        = 1 << 2, /* racy guard: cookie cannot prove no change */
+        IVER_ENTRY_UNSTABLE    = 1 << 3, /* kept changing while hashed; no trusted digest */
+        IVER_ENTRY_VIOLATION   = 1 << 4, /* appraisal or other violation recorded */
+};
+
+/* A copy of one entry, as the cache hands it out and takes it in. */
+typedef struct IverEntry {
+        IverIdentity id;
+        IverCookieSource source;
+        uint64_t version;        /* cookie version for STATX_VERSION */
+        uint64_t size;
+        int64_t atime, mtime, ctime;
+        uint32_t mode, uid, gid;
+        uint32_t flags;
+        uint64_t shadow_atime;   /* ledger: fingerprint of (atime, mtime, ctime, size) at the atime heuristic's last re-hash */
+        uint64_t shadow_mtime;   /* ledger: fingerprint of (mtime, size) at the mtime heuristic's last re-hash */
+        IverDigest digest;
+} IverEntry;
+
+#define IVER_CACHE_NONE UINT32_MAX
+
+int iver_cache_new(IverCache **ret);
+IverCache *iver_cache_free(IverCache *c);
+
+size_t iver_cache_size(const IverCache *c);
+
+/* Index of the entry with this (dev, ino), whatever its generation, or IVER_CACHE_NONE. */
+uint32_t iver_cache_find_inode(const IverCache *c, uint32_t dev, uint64_t ino);
+/* Index of the entry last recorded for this path, or IVER_CACHE_NONE. */
+uint32_t iver_cache_find_path(const IverCache *c, const char *path, size_t len);
+
+/* Copy out entry idx. */
+void iver_cache_get(const IverCache *c, uint32_t idx, IverEntry *ret);
+/* The entry's cookie (source from the entry). */
+IverCookie iver_cache_cookie(const IverCache *c, uint32_t idx);
+/* Path (NUL-terminated; may contain any byte but NUL) of entry idx. */
+const char *iver_cache_path(const IverCache *c, uint32_t idx, size_t *ret_len);
+
+/* Insert or replace the entry for e->id's (dev, ino): an entry for another
+ * path or generation is replaced whole. Any other entry that held this path
+ * loses it from the path index (a rename-over). Returns 0 and the index, or
+ * -ENOMEM / -E2BIG (arena limits). */
+int iver_cache_put(IverCache *c, const IverEntry *e, const char *path, size_t path_len, uint32_t *ret_idx);
+/* Update only the ledger shadows and stat snapshot of a cache hit (no path,
+ * no digest change); cheap. */
+void iver_cache_touch(IverCache *c, uint32_t idx, uint64_t shadow_atime, uint64_t shadow_mtime, const IverStat *st);
+/* Remove entry idx (file deleted); other indexes may move. */
+void iver_cache_remove(IverCache *c, uint32_t idx);
+
+/* Bytes allocated by the cache, arenas and indexes included. */
+size_t iver_cache_memory(const IverCache *c);
+/* Bytes of path and digest arenas (subtract to get the per-entry fixed cost). */
+size_t iver_cache_path_bytes(const IverCache *c);
+
+/* Iterate: for (i = 0; i < iver_cache_size(c); i++) — indexes are dense. */

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include "iver/cache.h"
+#include "iver/cookie.h"
+#include "iver/ledger.h"
+#include "iver/measure.h"
+
+/* One check of one path: statx → identity + cookie → cache lookup → (hit) or
+ * (version-stable hash → cache update). The ledger is updated either way.
+ *
+ * The check is split in three so a daemon can hash on worker threads:
+ *   iver_check_begin()   event-loop thread: one statx and one lookup;
+ *   iver_measure()       any thread: pure, touches no shared state;
+ *   iver_check_finish()  event-loop thread: records the result.
+ * iver_check() runs the three in a row. */
+
+typedef enum IverCheckResult {
+        IVER_CHECK_HIT,          /* cookie unchanged: no re-hash */
+        IVER_CHECK_MEASURED,     /* (re-)hashed; digest recorded */
+        IVER_CHECK_UNSTABLE,     /* changed throughout hashing; nothing recorded as measured */
+        IVER_CHECK_NOT_REGULAR,  /* not a regular file; never opened */
+        IVER_CHECK_ERROR,        /* vanished, unreadable…: errno in the outcome */
+        _IVER_CHECK_MAX,
+        _IVER_CHECK_INVALID = -22,
+} IverCheckResult;
+
+const char *iver_check_result_to_string(IverCheckResult r);
+
+typedef struct IverContextOptions {
+        IverVersionMode version_mode;
+        IverHashAlgo algo;           /* default algorithm */
+        iver_statx_fn statx;         /* NULL: statx(2) */
+        const IverKernelInfo *kernel; /* NULL: uname() */
+        unsigned top_n;              /* ledger top-N (0: 10) */
+} IverContextOptions;
+
+typedef struct IverContext IverContext;
+
+int iver_context_new(const IverContextOptions *opt, IverContext **ret);
+IverContext *iver_context_free(IverContext *ctx);
+
+IverCache *iver_context_cache(IverContext *ctx);
+IverLedger *iver_context_ledger(IverContext *ctx);
+IverCookieTable *iver_context_cookies(IverContext *ctx);
+
+/* State carried from begin to finish. */
+typedef struct IverPending {
+        IverStat st;                 /* observation at begin */
+        IverCookieSource source;
+        uint32_t idx;                /* cache entry found (by inode, else by path) or NONE */
+        bool same_file;              /* idx is this very file (dev, ino, gen) */
+        bool iverd_rehash;
+        IverHashAlgo algo;
+} IverPending;
+
+typedef struct IverCheckOutcome {
+        IverCheckResult result;
+        int error;                   /* -errno for IVER_CHECK_ERROR */
+        IverVerdict verdict;
+        IverMeasureStatus measure_status; /* for MEASURED/UNSTABLE */
+        bool provisional;
+        bool digest_changed;
+        IverDigest digest;           /* the digest on record (HIT and MEASURED) */
+        IverCookie cookie;
+        IverIdentity id;
+        uint32_t idx;                /* cache entry, or IVER_CACHE_NONE */
+        uint64_t bytes_hashed;
+} IverCheckOutcome;
+
+/* Begin: returns 1 when a hash is needed (pending filled), 0 when the check
+ * is complete (a hit or not-regular; out filled, ledger updated), -errno on a
+ * statx failure (out filled with IVER_CHECK_ERROR; a vanished file's entry is
+ * dropped). algo: IVER_HASH_* or negative for the context default. */
+int iver_check_begin(IverContext *ctx, int dirfd, const char *path, IverHashAlgo algo,
+                     IverPending *pending, IverCheckOutcome *out);
+
+/* Measure options that go with a pending check. */
+IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const IverPending *pending);
+
+/* Finish with the measurement (r: iver_measure's return). Records the digest
+ * under the observation it was computed under, updates the ledger. */
+int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pending, int r,
+                      const IverMeasurement *m, IverCheckOutcome *out);
+
+/* All three steps on the calling thread. Returns 0, or -errno for errors
+ * (out->result is then IVER_CHECK_ERROR). */
+int iver_check(IverContext *ctx, int dirfd, const char *path, IverCheckOutcome *out);
+
+/* Forget a path that disappeared (IN_DELETE): drops its entry. */
+void iver_check_forget(IverContext *ctx, const char *path);

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include "iver/cookie.h"
+#include "iver/digest.h"
+#include "iver/stat.h"
+
+/* Version-stable hashing: a digest is only ever returned together with the
+ * stat observation it was computed under. */
+typedef enum IverMeasureStatus {
+        IVER_MEASURE_STABLE,       /* hashed under a read lease, cookie unmoved */
+        IVER_MEASURE_PROVISIONAL,  /* no lease could be had (open writers, no permission): cookie unmoved, but trust only until next check */
+        IVER_MEASURE_UNSTABLE,     /* kept changing through every attempt: no digest */
+        IVER_MEASURE_NOT_REGULAR,  /* FIFO, socket, device, directory, symlink: never opened for reading */
+        _IVER_MEASURE_MAX,
+        _IVER_MEASURE_INVALID = -22,
+} IverMeasureStatus;
+
+const char *iver_measure_status_to_string(IverMeasureStatus s);
+
+typedef struct IverMeasureOptions {
+        IverHashAlgo algo;         /* default sha256 */
+        IverCookieSource source;   /* cookie to compare before/after */
+        iver_statx_fn statx;       /* NULL: statx(2) */
+        unsigned max_attempts;     /* 0: 3 */
+        size_t chunk_size;         /* 0: 1 MiB; the lease is polled between chunks */
+} IverMeasureOptions;
+
+typedef struct IverMeasurement {
+        IverMeasureStatus status;
+        IverStat st;               /* observation the digest belongs to (before == after) */
+        IverDigest digest;         /* valid for STABLE and PROVISIONAL */
+        unsigned attempts;
+        uint64_t bytes_hashed;     /* all attempts */
+        int64_t cpu_ns;            /* thread CPU time spent */
+        int64_t started_at;        /* realtime ns when the accepted attempt began (racy guard) */
+        bool lease_broken;         /* some attempt lost its lease to a writer */
+} IverMeasurement;
+
+/* Measure (dirfd, path): open O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC|O_NOATIME
+ * (retrying without O_NOATIME on EPERM), refuse non-regular files, take a read
+ * lease, statx, hash, statx, check the lease. Returns 0 with ret filled (status
+ * tells the outcome) or -errno when the file could not be opened or read
+ * (ENOENT: vanished; EACCES: unreadable). Thread-safe; touches no shared state.
+ * Lease break notifications are signals: the caller must ignore SIGIO
+ * (iver_measure_prepare_signals); if SIGIO is at its default disposition no
+ * lease is taken and results are provisional. */
+int iver_measure(int dirfd, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
+/* The same on an already-open fd (fanotify); fd must be open for reading. */
+int iver_measure_fd(int fd, const IverMeasureOptions *opt, IverMeasurement *ret);
+
+/* Hash the whole of fd from offset 0 into ret (no lease, no cookie): for
+ * tests and tools. Returns bytes hashed or -errno. */
+int64_t iver_hash_fd(int fd, IverHashAlgo algo, IverDigest *ret);
+
+/* Set SIGIO to SIG_IGN so lease breaks cannot kill the process. */
+int iver_measure_prepare_signals(void);
