@@ -56,9 +56,11 @@ int iver_ledger_new(unsigned top_n, IverLedger **ret);
 IverLedger *iver_ledger_free(IverLedger *l);
 
 /* Account one check. size: the file's size now (what a heuristic would hash).
- * digest_changed is meaningful only when v.iverd && !v.first (pass false if
- * no digest was produced). bytes_hashed/cpu_ns: what iverd actually spent. */
-void iver_ledger_account(IverLedger *l, const IverVerdict *v, uint64_t size, bool digest_changed,
+ * digest_changed (used when v.iverd && !v.first): 1 the new digest differs
+ * from the recorded one, 0 it is the same, -1 unknown (no digest produced:
+ * counted neither as unchanged content nor as a miss). bytes_hashed/cpu_ns:
+ * what iverd actually spent. */
+void iver_ledger_account(IverLedger *l, const IverVerdict *v, uint64_t size, int digest_changed,
                          uint64_t bytes_hashed, uint64_t cpu_ns, const char *path);
 void iver_ledger_count_unstable(IverLedger *l);
 void iver_ledger_count_provisional(IverLedger *l);

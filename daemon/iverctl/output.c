@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Escaping of untrusted bytes (file names) for terminals and JSON. */
+#include <stdint.h>
+
+#include "output.h"
+
+/* Length of the valid UTF-8 sequence at s (≥2 bytes), or 0. */
+static size_t utf8_seq(const uint8_t *s, size_t left) {
+        size_t n;
+        uint32_t cp;
+        if (s[0] >= 0xc2 && s[0] <= 0xdf)
+                n = 2, cp = s[0] & 0x1f;
+        else if (s[0] >= 0xe0 && s[0] <= 0xef)
+                n = 3, cp = s[0] & 0x0f;
+        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+                n = 4, cp = s[0] & 0x07;
+        else
+                return 0;
+        if (n > left)
+                return 0;
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = (cp << 6) | (s[i] & 0x3f);
+        }
+        if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+                return 0;
+        return n;
+}
+
+void json_string(FILE *f, const char *str, size_t len) {
+        const uint8_t *s = (const uint8_t *) str;
+        fputc('"', f);
+        for (size_t i = 0; i < len;) {
+                uint8_t c = s[i];
+                size_t n;
+                if (c == '"' || c == '\\')
+                        fprintf(f, "\\%c", c), i++;
+                else if (c == '\n')
+                        fputs("\\n", f), i++;
+                else if (c == '\t')
+                        fputs("\\t", f), i++;
+                else if (c < 0x20 || c == 0x7f)
+                        fprintf(f, "\\u%04x", c), i++;
+                else if (c < 0x80)
+                        fputc(c, f), i++;
+                else if ((n = utf8_seq(s + i, len - i)) > 0)
+                        fwrite(s + i, 1, n, f), i += n;
+                else
+                        /* not UTF-8: a byte has no JSON spelling; use the private-use
+                         * mapping U+DC80..U+DCFF (Python's surrogateescape) */
+                        fprintf(f, "\\udc%02x", c), i++;
+        }
+        fputc('"', f);
+}
+
+void print_path(FILE *f, const char *str) {
+        const uint8_t *s = (const uint8_t *) str;
+        for (; *s; s++) {
+                if (*s == '\\')
+                        fputs("\\\\", f);
+                else if (*s == '\n')
+                        fputs("\\n", f);
+                else if (*s == '\t')
+                        fputs("\\t", f);
+                else if (*s < 0x20 || *s == 0x7f)
+                        fprintf(f, "\\x%02x", *s);
+                else
+                        fputc(*s, f);
+        }
+}

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "iver/digest.h"
+
+/* The IMA measurement list, byte for byte in the kernel's formats
+ * (security/integrity/ima/ima_fs.c, ima_template_lib.c), so that evmctl,
+ * Keylime-style verifiers and `iverctl verify` can replay it.
+ *
+ * Binary record (binary_runtime_measurements, x86 = little-endian):
+ *   u32 pcr · 20-byte SHA-1 template digest · u32 name_len · name (no NUL)
+ *   · u32 template_data_len · template_data
+ * template_data is a sequence of fields, each u32 len · bytes:
+ *   d-ng: "<algo>:" NUL digest            (ima-ng, ima-sig)
+ *   n-ng: path NUL (len includes the NUL) (ima-ng, ima-sig)
+ *   sig:  security.ima signature or empty (ima-sig)
+ * Template digest of bank H = H(template_data) (field lengths hashed, the outer
+ * template_data_len not). The list stores the SHA-1 one; a violation stores 20
+ * zero bytes and extends every bank with all-0xFF.
+ *
+ * ASCII line (ascii_runtime_measurements), what ima_ascii_measurements_show prints:
+ *   "%2d <sha1 template digest hex> <template> <algo>:<digest hex> <path>" [" <sig hex>"] "\n"
+ * for ima-sig the separator before the signature is always printed, so an
+ * entry without a signature ends in "<path> \n".
+ *
+ * Deliberate difference from the kernel: ima_write_template_field_data()
+ * replaces ' ' with '_' in the name it stores; we store the path bytes as
+ * given (unless IVER_IMA_KERNEL_SPACES is passed) so that any name
+ * round-trips. Both are valid lists: verifiers hash template_data as stored.
+ *
+ * What round-trips: binary — every path (any byte but NUL), every signature.
+ * ASCII — like the kernel we print the path raw (%s): paths with spaces
+ * round-trip (the path ends at the last field separator), paths containing
+ * '\n' do not (the line breaks) and are refused by the ASCII encoder. */
+
+#define IVER_IMA_TEMPLATE_DIGEST_SIZE 20   /* SHA-1, as the list stores it */
+#define IVER_IMA_NAME_MAX 255              /* template name length we accept */
+#define IVER_IMA_TEMPLATE_DATA_MAX (1U << 20)
+#define IVER_IMA_SIG_MAX 4096
+
+typedef enum IverImaTemplate {
+        IVER_IMA_TEMPLATE_NG,   /* "ima-ng": d-ng|n-ng */
+        IVER_IMA_TEMPLATE_SIG,  /* "ima-sig": d-ng|n-ng|sig */
+        _IVER_IMA_TEMPLATE_MAX,
+        _IVER_IMA_TEMPLATE_INVALID = -22, /* -EINVAL */
+} IverImaTemplate;
+
+enum {
+        /* Replace ' ' with '_' in the stored name, as the kernel does. */
+        IVER_IMA_KERNEL_SPACES = 1 << 0,
+};
+
+const char *iver_imalog_template_to_string(IverImaTemplate t);
+IverImaTemplate iver_imalog_template_from_string(const char *s);
+
+/* One entry. Immutable once built; all pointers point into template_data,
+ * which the entry owns (one allocation an entry). */
+typedef struct IverImaEntry {
+        uint32_t pcr;
+        IverImaTemplate template;
+        bool violation;                 /* template digest all zero; extends 0xFF */
+        uint8_t template_digest[IVER_IMA_TEMPLATE_DIGEST_SIZE];
+        IverHashAlgo algo;              /* d-ng: file digest algorithm */
+        const uint8_t *digest;          /* d-ng: file digest (zeros for a violation) */
+        size_t digest_len;
+        const char *path;               /* n-ng: NUL-terminated; may hold any other byte */
+        size_t path_len;                /* without the NUL */
+        const uint8_t *sig;             /* sig field (ima-sig), NULL if empty */
+        size_t sig_len;
+        size_t template_data_len;
+        uint8_t template_data[];
+} IverImaEntry;
+
+/* Build an entry from a file digest (algo, digest of that algorithm's size),
+ * a path (path_len bytes, no NUL inside) and, for ima-sig, the file's
+ * security.ima value: stored only when it is a signature (type 0x03
+ * EVM_IMA_XATTR_DIGSIG or 0x06 IMA_VERITY_DIGSIG), else the field is empty,
+ * as the kernel's ima_eventsig_init does. Computes the SHA-1 template digest. */
+int iver_imalog_entry_new(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo,
+                       const uint8_t *digest, size_t digest_len,
+                       const char *path, size_t path_len,
+                       const uint8_t *sig, size_t sig_len, unsigned flags,
+                       IverImaEntry **ret);
+/* A violation entry, as ima_add_violation records it: d-ng "<algo>:" NUL and
+ * a zero digest of algo's size, the path, empty sig; template digest zero. */
+int iver_imalog_entry_new_violation(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo,
+                                 const char *path, size_t path_len, unsigned flags,
+                                 IverImaEntry **ret);
+IverImaEntry *iver_imalog_entry_free(IverImaEntry *e);
+static inline void iver_imalog_entry_freep(IverImaEntry **e) {
+        if (*e)
+                *e = iver_imalog_entry_free(*e);
+}
+
+/* The digest bank `bank` is extended with for this entry: H_bank(template_data),
+ * or all-0xFF for a violation. ret->len = iver_hash_algo_size(bank). */
+int iver_imalog_entry_bank_digest(const IverImaEntry *e, IverHashAlgo bank, IverDigest *ret);
+
+/* Binary record. size = exact encoded length. */
+size_t iver_imalog_entry_binary_size(const IverImaEntry *e);
+/* Encode into buf (at least iver_imalog_entry_binary_size() bytes); returns bytes written. */
+int iver_imalog_entry_to_binary(const IverImaEntry *e, uint8_t *buf, size_t size);
+/* Decode one record from the start of buf. Returns the number of bytes it
+ * used (> 0); -ENODATA if buf ends inside the record (truncated: more bytes
+ * are needed); -EBADMSG if the bytes are not a valid record (bad lengths,
+ * fields, or a template digest that does not match the data);
+ * -EOPNOTSUPP for a template other than ima-ng/ima-sig or an unknown hash. */
+int iver_imalog_entry_from_binary(const uint8_t *buf, size_t size, IverImaEntry **ret);
+
+/* ASCII line with the trailing '\n', NUL-terminated (ret_len excludes the NUL).
+ * -EINVAL if the path holds '\n' (the kernel would print a broken line). */
+int iver_imalog_entry_to_ascii(const IverImaEntry *e, char **ret, size_t *ret_len);
+/* Parse one line (with or without its '\n'); checks the template digest.
+ * Leading spaces before the PCR are allowed ("%2d"). -EBADMSG on bad syntax. */
+int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **ret);
+
+/* The in-memory list: entries in order and the set of template digests
+ * (per PCR) used for the kernel's dedup rule. */
+typedef struct IverImaLog IverImaLog;
+
+int iver_imalog_new(IverImaLog **ret);
+IverImaLog *iver_imalog_free(IverImaLog *l);
+static inline void iver_imalog_freep(IverImaLog **l) {
+        if (*l)
+                *l = iver_imalog_free(*l);
+}
+
+size_t iver_imalog_size(const IverImaLog *l);
+const IverImaEntry *iver_imalog_get(const IverImaLog *l, size_t i);
+/* Whether an entry with e's template digest for e's PCR is in the list.
+ * Violations are never "contained" (the kernel records each one). */
+bool iver_imalog_contains(const IverImaLog *l, const IverImaEntry *e);
+/* Append with the kernel's dedup rule: -EEXIST if the list already holds the
+ * template digest for that PCR (A→B→A gives two entries, A→A one). On
+ * success (0) the list owns e; on failure the caller still does. */
+int iver_imalog_append(IverImaLog *l, IverImaEntry *e);
+/* Append without the dedup check (a list read back from disk is taken as is). */
+int iver_imalog_push(IverImaLog *l, IverImaEntry *e);
+
+/* Parse a whole buffer in one format, appending to l (no dedup). Returns the
+ * number of bytes of complete records consumed; a torn final binary record
+ * (or a final ASCII line without '\n') is not consumed, so consumed < size
+ * tells the caller the tail is incomplete. -EBADMSG
+ * for a corrupt record that is not at the tail. */
+int iver_imalog_parse_binary(IverImaLog *l, const uint8_t *buf, size_t size, size_t *ret_consumed);
+int iver_imalog_parse_ascii(IverImaLog *l, const char *buf, size_t size, size_t *ret_consumed);
+
+typedef enum IverImaFormat {
+        IVER_IMA_FORMAT_BINARY,
+        IVER_IMA_FORMAT_ASCII,
+        _IVER_IMA_FORMAT_MAX,
+        _IVER_IMA_FORMAT_INVALID = -22,
+} IverImaFormat;
+
+/* Guess the format from the first byte: a binary list starts with a u32 PCR
+ * index (< 0x20), an ASCII one with ' ' or a digit. Empty: binary. */
+IverImaFormat iver_imalog_format_detect(const uint8_t *buf, size_t size);
+
+/* ---- lib/imalog-file.c: the list files in a runtime directory ---- */
+
+#define IVER_IMA_BINARY_FILE "binary_runtime_measurements"
+#define IVER_IMA_ASCII_FILE "ascii_runtime_measurements"
+
+/* Read a whole list file (either format, detected), strict: a torn tail is
+ * -EBADMSG too. For `iverctl log` / `iverctl verify`. */
+int iver_imalog_load(IverImaLog *l, const char *path);
+/* Write the whole list to path (atomically: temp file + rename). */
+int iver_imalog_save(const IverImaLog *l, const char *path, IverImaFormat format);
+
+/* The live list of a daemon: binary_runtime_measurements (authoritative,
+ * write-ahead) and its ASCII twin in dir. */
+typedef struct IverImaFile IverImaFile;
+
+/* Open (creating dir's files if missing) and read the binary list back into
+ * l (no dedup, the order kept). A torn trailing record left by a crash is cut
+ * off (never a complete record): *ret_truncated receives the bytes dropped.
+ * A corrupt record before the tail is -EBADMSG and nothing is changed. The
+ * ASCII twin is rewritten from the binary list. */
+int iver_imalog_file_open(const char *dir, IverImaLog *l, IverImaFile **ret, size_t *ret_truncated);
+IverImaFile *iver_imalog_file_free(IverImaFile *f);
+static inline void iver_imalog_file_freep(IverImaFile **f) {
+        if (*f)
+                *f = iver_imalog_file_free(*f);
+}
+/* Append e to the binary file and fdatasync it: call before extending the
+ * PCR (write-ahead). On failure the file is cut back to its previous length.
+ * Then append the ASCII line (not synced: it is rebuilt on open); an ASCII
+ * failure does not fail the call, see iver_imalog_file_ascii_error(). */
+int iver_imalog_file_append(IverImaFile *f, const IverImaEntry *e);
+/* -errno of the last ASCII twin write failure, 0 if none. */
+int iver_imalog_file_ascii_error(const IverImaFile *f);
+/* Bytes in the binary file. */
+uint64_t iver_imalog_file_size(const IverImaFile *f);
+
+/* ---- lib/replay.c: expected PCR values ---- */
+
+/* Replay the first n entries of l (those for pcr) into bank, starting from
+ * zeros: v = H(v || bank digest). n larger than the list means all. */
+int iver_imalog_replay(const IverImaLog *l, size_t n, uint32_t pcr, IverHashAlgo bank, IverDigest *ret);
+/* The longest prefix of l (a count of entries, 0..size) whose replay for pcr
+ * gives every one of values[] (one IverDigest a bank). -ENOENT if no prefix
+ * matches: the PCR and the list are out of sync. */
+int iver_imalog_match_prefix(const IverImaLog *l, uint32_t pcr, const IverDigest *values, size_t n_values,
+                              size_t *ret_prefix);

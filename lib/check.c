@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* One check of one path: the hit path is one statx and one lookup; a miss
+ * hashes version-stably and records the digest under the observation it was
+ * computed under. The ledger judges every check three ways. */
+#include <string.h>
+
+#include "iver/check.h"
+#include "macro.h"
+
+struct IverContext {
+        IverContextOptions opt;
+        IverCache *cache;
+        IverLedger *ledger;
+        IverCookieTable *cookies;
+};
+
+static const char *const result_names[_IVER_CHECK_MAX] = {
+        [IVER_CHECK_HIT] = "hit",
+        [IVER_CHECK_MEASURED] = "measured",
+        [IVER_CHECK_UNSTABLE] = "unstable",
+        [IVER_CHECK_NOT_REGULAR] = "not-regular",
+        [IVER_CHECK_ERROR] = "error",
+};
+
+const char *iver_check_result_to_string(IverCheckResult r) {
+        return r >= 0 && r < _IVER_CHECK_MAX ? result_names[r] : NULL;
+}
+
+int iver_context_new(const IverContextOptions *opt, IverContext **ret) {
+        IverContext *ctx = calloc(1, sizeof(*ctx));
+        int r;
+
+        if (!ctx)
+                return -ENOMEM;
+        ctx->opt = *opt;
+        if (ctx->opt.algo < 0 || ctx->opt.algo >= _IVER_HASH_MAX)
+                ctx->opt.algo = IVER_HASH_SHA256;
+        r = iver_cache_new(&ctx->cache);
+        if (r >= 0)
+                r = iver_ledger_new(opt->top_n, &ctx->ledger);
+        if (r >= 0)
+                r = iver_cookie_table_new(opt->version_mode, opt->statx, opt->kernel, &ctx->cookies);
+        if (r < 0) {
+                iver_context_free(ctx);
+                return r;
+        }
+        ctx->opt.kernel = NULL; /* copied into the cookie table; don't keep the caller's pointer */
+        *ret = ctx;
+        return 0;
+}
+
+IverContext *iver_context_free(IverContext *ctx) {
+        if (!ctx)
+                return NULL;
+        iver_cache_free(ctx->cache);
+        iver_ledger_free(ctx->ledger);
+        iver_cookie_table_free(ctx->cookies);
+        free(ctx);
+        return NULL;
+}
+
+IverCache *iver_context_cache(IverContext *ctx) {
+        return ctx->cache;
+}
+
+IverLedger *iver_context_ledger(IverContext *ctx) {
+        return ctx->ledger;
+}
+
+IverCookieTable *iver_context_cookies(IverContext *ctx) {
+        return ctx->cookies;
+}
+
+void iver_check_forget(IverContext *ctx, const char *path) {
+        uint32_t idx = iver_cache_find_path(ctx->cache, path, strlen(path));
+        if (idx != IVER_CACHE_NONE)
+                iver_cache_remove(ctx->cache, idx);
+}
+
+/* The previous observation the heuristics compare against: this inode when
+ * it is the same file (any path: hard links and renames keep their entry),
+ * else whatever was recorded at this path (rename-over, delete+create).
+ * *ret_same tells whether it is this very file. */
+static uint32_t find_prev(const IverContext *ctx, const IverStat *st, const char *path, bool *ret_same) {
+        uint32_t idx = iver_cache_find_inode(ctx->cache, st->dev, st->ino);
+        if (idx != IVER_CACHE_NONE) {
+                IverEntry e;
+                iver_cache_get(ctx->cache, idx, &e);
+                /* without btime the generation is only checked when hashing */
+                if (e.id.gen == st->gen || !st->has_btime) {
+                        *ret_same = true;
+                        return idx;
+                }
+        }
+        *ret_same = false;
+        return iver_cache_find_path(ctx->cache, path, strlen(path));
+}
+
+static IverCookieSource source_for(IverContext *ctx, int dirfd, const char *path, IverStat *st) {
+        IverCookieSource s = iver_cookie_table_peek(ctx->cookies, st->dev);
+        if (s >= 0)
+                return s;
+        bool had_version = iver_cookie_table_wants_version(ctx->cookies);
+        s = iver_cookie_table_source(ctx->cookies, st->dev, dirfd, path);
+        if (s == IVER_COOKIE_STATX_VERSION && !had_version) {
+                IverStat again;
+                if (iver_stat(ctx->opt.statx, dirfd, path, true, &again) >= 0)
+                        *st = again;
+        }
+        return s;
+}
+
+int iver_check_begin(IverContext *ctx, int dirfd, const char *path, IverHashAlgo algo, IverPending *pending,
+                     IverCheckOutcome *out) {
+        IverStat st;
+        int r;
+
+        if (algo < 0 || algo >= _IVER_HASH_MAX)
+                algo = ctx->opt.algo;
+        *out = (IverCheckOutcome) { .idx = IVER_CACHE_NONE };
+
+        r = iver_stat(ctx->opt.statx, dirfd, path, iver_cookie_table_wants_version(ctx->cookies), &st);
+        if (r < 0) {
+                if (r == -ENOENT || r == -ENOTDIR)
+                        iver_check_forget(ctx, path);
+                out->result = IVER_CHECK_ERROR;
+                out->error = r;
+                return r;
+        }
+        out->id = iver_stat_identity(&st);
+        if (!S_ISREG(st.mode)) {
+                iver_check_forget(ctx, path);
+                out->result = IVER_CHECK_NOT_REGULAR;
+                return 0;
+        }
+
+        IverCookieSource source = source_for(ctx, dirfd, path, &st);
+        IverCookie cookie = iver_cookie_from_stat(source, &st);
+        bool same;
+        uint32_t idx = find_prev(ctx, &st, path, &same);
+
+        out->cookie = cookie;
+        if (idx != IVER_CACHE_NONE && same) {
+                IverEntry e;
+                iver_cache_get(ctx->cache, idx, &e);
+                IverCookie old = iver_cache_cookie(ctx->cache, idx);
+                bool hit = (e.flags & (IVER_ENTRY_MEASURED | IVER_ENTRY_PROVISIONAL | IVER_ENTRY_RACY |
+                                       IVER_ENTRY_UNSTABLE)) == IVER_ENTRY_MEASURED &&
+                           e.digest.algo == algo && iver_cookie_equal(&old, &cookie);
+                if (hit) {
+                        uint64_t sa, sm;
+                        IverVerdict v = iver_ledger_judge(true, e.shadow_atime, e.shadow_mtime, false, &st, &sa, &sm);
+                        iver_cache_touch(ctx->cache, idx, sa, sm, &st);
+                        iver_ledger_account(ctx->ledger, &v, st.size, 0, 0, 0, path);
+                        out->result = IVER_CHECK_HIT;
+                        out->verdict = v;
+                        out->digest = e.digest;
+                        out->idx = idx;
+                        return 0;
+                }
+        }
+
+        *pending = (IverPending) {
+                .st = st,
+                .source = source,
+                .idx = idx,
+                .same_file = same,
+                .iverd_rehash = true,
+                .algo = algo,
+        };
+        return 1;
+}
+
+IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const IverPending *pending) {
+        return (IverMeasureOptions) {
+                .algo = pending->algo,
+                .source = pending->source,
+                .statx = ctx->opt.statx,
+        };
+}
+
+int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pending, int r, const IverMeasurement *m,
+                      IverCheckOutcome *out) {
+        *out = (IverCheckOutcome) { .idx = IVER_CACHE_NONE, .id = iver_stat_identity(&pending->st) };
+
+        if (r < 0) {
+                if (r == -ENOENT || r == -ENOTDIR)
+                        iver_check_forget(ctx, path);
+                out->result = IVER_CHECK_ERROR;
+                out->error = r;
+                return r;
+        }
+        if (m->status == IVER_MEASURE_NOT_REGULAR) {
+                iver_check_forget(ctx, path);
+                out->result = IVER_CHECK_NOT_REGULAR;
+                return 0;
+        }
+
+        /* Entries may have moved since begin (the loop ran other finishes):
+         * look the previous observation up again, for the file we hashed. */
+        const IverStat *st = &m->st;
+        bool same;
+        uint32_t prev = find_prev(ctx, st, path, &same);
+        IverEntry old = { .digest.algo = _IVER_HASH_INVALID };
+        if (prev != IVER_CACHE_NONE)
+                iver_cache_get(ctx->cache, prev, &old);
+
+        uint64_t sa, sm;
+        IverVerdict v = iver_ledger_judge(prev != IVER_CACHE_NONE, old.shadow_atime, old.shadow_mtime, true, st, &sa,
+                                          &sm);
+        int changed = -1;
+        bool have_digest = m->status == IVER_MEASURE_STABLE || m->status == IVER_MEASURE_PROVISIONAL;
+        if (have_digest && (old.flags & IVER_ENTRY_MEASURED) && old.digest.algo == m->digest.algo)
+                changed = !iver_digest_equal(&old.digest, &m->digest);
+
+        IverCookie cookie = iver_cookie_from_stat(pending->source, st);
+        IverEntry e = {
+                .id = iver_stat_identity(st),
+                .source = pending->source,
+                .version = cookie.version,
+                .size = st->size,
+                .atime = st->atime,
+                .mtime = st->mtime,
+                .ctime = st->ctime,
+                .mode = st->mode,
+                .uid = st->uid,
+                .gid = st->gid,
+                .shadow_atime = sa,
+                .shadow_mtime = sm,
+                .digest = m->digest,
+        };
+        if (have_digest) {
+                e.flags = IVER_ENTRY_MEASURED;
+                if (m->status == IVER_MEASURE_PROVISIONAL)
+                        e.flags |= IVER_ENTRY_PROVISIONAL;
+                if (iver_cookie_is_racy(&cookie, m->started_at, IVER_COARSE_GRANULARITY_NS))
+                        e.flags |= IVER_ENTRY_RACY;
+        } else
+                e.flags = IVER_ENTRY_UNSTABLE;
+
+        uint32_t idx;
+        r = iver_cache_put(ctx->cache, &e, path, strlen(path), &idx);
+        if (r < 0) {
+                out->result = IVER_CHECK_ERROR;
+                out->error = r;
+                return r;
+        }
+        iver_ledger_account(ctx->ledger, &v, st->size, changed, m->bytes_hashed, (uint64_t) m->cpu_ns, path);
+        if (m->status == IVER_MEASURE_PROVISIONAL)
+                iver_ledger_count_provisional(ctx->ledger);
+        if (m->status == IVER_MEASURE_UNSTABLE)
+                iver_ledger_count_unstable(ctx->ledger);
+
+        *out = (IverCheckOutcome) {
+                .result = have_digest ? IVER_CHECK_MEASURED : IVER_CHECK_UNSTABLE,
+                .verdict = v,
+                .measure_status = m->status,
+                .provisional = m->status == IVER_MEASURE_PROVISIONAL,
+                .digest_changed = changed > 0,
+                .digest = m->digest,
+                .cookie = cookie,
+                .id = e.id,
+                .idx = idx,
+                .bytes_hashed = m->bytes_hashed,
+        };
+        return 0;
+}
+
+int iver_check(IverContext *ctx, int dirfd, const char *path, IverCheckOutcome *out) {
+        IverPending p;
+        IverMeasurement m;
+        int r = iver_check_begin(ctx, dirfd, path, _IVER_HASH_INVALID, &p, out);
+        if (r <= 0)
+                return r;
+        IverMeasureOptions o = iver_check_measure_options(ctx, &p);
+        r = iver_measure(dirfd, path, &o, &m);
+        return iver_check_finish(ctx, path, &p, r, &m, out);
+}

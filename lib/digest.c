@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Hash algorithm names and sizes, digest helpers. */
+#include <pthread.h>
+#include <string.h>
+#include <openssl/evp.h>
+
+#include "iver/digest.h"
+#include "digest-internal.h"
+
+static const struct {
+        const char *name;
+        size_t size;
+} algos[_IVER_HASH_MAX] = {
+        [IVER_HASH_SHA1]   = { "sha1",   20 },
+        [IVER_HASH_SHA256] = { "sha256", 32 },
+        [IVER_HASH_SHA384] = { "sha384", 48 },
+        [IVER_HASH_SHA512] = { "sha512", 64 },
+        [IVER_HASH_SM3]    = { "sm3",    32 },
+};
+
+IverHashAlgo iver_hash_algo_from_string(const char *s) {
+        if (!s)
+                return _IVER_HASH_INVALID;
+        for (int i = 0; i < _IVER_HASH_MAX; i++)
+                if (strcmp(s, algos[i].name) == 0)
+                        return (IverHashAlgo) i;
+        return _IVER_HASH_INVALID;
+}
+
+const char *iver_hash_algo_to_string(IverHashAlgo a) {
+        if (a < 0 || a >= _IVER_HASH_MAX)
+                return NULL;
+        return algos[a].name;
+}
+
+size_t iver_hash_algo_size(IverHashAlgo a) {
+        if (a < 0 || a >= _IVER_HASH_MAX)
+                return 0;
+        return algos[a].size;
+}
+
+static const EVP_MD *fetched[_IVER_HASH_MAX];
+static pthread_once_t fetch_once = PTHREAD_ONCE_INIT;
+
+static void fetch_all(void) {
+        /* Explicit fetches once per process: an implicit fetch on every
+         * EVP_DigestInit_ex() costs more than hashing a small file. Kept for
+         * the life of the process. */
+        for (int i = 0; i < _IVER_HASH_MAX; i++)
+                fetched[i] = EVP_MD_fetch(NULL, algos[i].name, NULL);
+}
+
+const EVP_MD *iver_hash_algo_md(IverHashAlgo a) {
+        if (a < 0 || a >= _IVER_HASH_MAX)
+                return NULL;
+        pthread_once(&fetch_once, fetch_all);
+        return fetched[a];
+}
+
+bool iver_hash_algo_available(IverHashAlgo a) {
+        return iver_hash_algo_md(a) != NULL;
+}
+
+bool iver_digest_equal(const IverDigest *a, const IverDigest *b) {
+        return a->algo == b->algo && a->len == b->len && memcmp(a->bytes, b->bytes, a->len) == 0;
+}
+
+char *iver_digest_to_hex(const IverDigest *d, char *buf) {
+        static const char hex[] = "0123456789abcdef";
+        size_t n = d->len <= IVER_DIGEST_MAX ? d->len : IVER_DIGEST_MAX;
+        for (size_t i = 0; i < n; i++) {
+                buf[2 * i] = hex[d->bytes[i] >> 4];
+                buf[2 * i + 1] = hex[d->bytes[i] & 15];
+        }
+        buf[2 * n] = 0;
+        return buf;
+}

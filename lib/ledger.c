@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The avoided-remeasurement ledger: judging each observation three ways and
+ * counting, from observed snapshots only, what each rule would have done. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "iver/ledger.h"
+#include "macro.h"
+
+static inline uint64_t mix(uint64_t h, uint64_t v) {
+        h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+        h ^= h >> 31;
+        h *= 0xd6e8feb86659fd93ULL;
+        h ^= h >> 32;
+        return h;
+}
+
+uint64_t iver_shadow_atime(const IverStat *st) {
+        uint64_t h = 0x243f6a8885a308d3ULL;
+        h = mix(h, (uint64_t) st->atime);
+        h = mix(h, (uint64_t) st->mtime);
+        h = mix(h, (uint64_t) st->ctime);
+        h = mix(h, st->size);
+        return h;
+}
+
+uint64_t iver_shadow_mtime(const IverStat *st) {
+        uint64_t h = 0x13198a2e03707344ULL;
+        h = mix(h, (uint64_t) st->mtime);
+        h = mix(h, st->size);
+        return h;
+}
+
+IverVerdict iver_ledger_judge(bool have_prev, uint64_t prev_shadow_atime, uint64_t prev_shadow_mtime,
+                              bool iverd_rehash, const IverStat *st,
+                              uint64_t *ret_shadow_atime, uint64_t *ret_shadow_mtime) {
+        uint64_t sa = iver_shadow_atime(st), sm = iver_shadow_mtime(st);
+        IverVerdict v = { .first = !have_prev, .iverd = iverd_rehash || !have_prev };
+
+        v.atime = !have_prev || sa != prev_shadow_atime;
+        v.mtime = !have_prev || sm != prev_shadow_mtime;
+        /* each shadow advances only when its own rule re-hashes */
+        *ret_shadow_atime = v.atime ? sa : prev_shadow_atime;
+        *ret_shadow_mtime = v.mtime ? sm : prev_shadow_mtime;
+        return v;
+}
+
+/* ---- per-path accounting for top-N ---- */
+
+typedef struct PathStat {
+        char *path;
+        uint64_t hash;
+        uint64_t remeasured, avoided_vs_atime, bytes_hashed;
+} PathStat;
+
+#define PATHS_MAX 65536U /* bounded: paths beyond this many are not tracked (said in stats) */
+
+struct IverLedger {
+        IverLedgerCounters c;
+        unsigned top_n;
+        PathStat *paths;      /* open addressing, capacity 2*PATHS_MAX */
+        unsigned n_paths;
+        uint64_t untracked;
+};
+
+static uint64_t hash_str(const char *s) {
+        uint64_t h = 1469598103934665603ULL;
+        for (; *s; s++)
+                h = (h ^ (uint8_t) *s) * 1099511628211ULL;
+        return h;
+}
+
+int iver_ledger_new(unsigned top_n, IverLedger **ret) {
+        IverLedger *l = calloc(1, sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        l->top_n = top_n ?: 10;
+        *ret = l;
+        return 0;
+}
+
+IverLedger *iver_ledger_free(IverLedger *l) {
+        if (!l)
+                return NULL;
+        if (l->paths)
+                for (unsigned i = 0; i < 2 * PATHS_MAX; i++)
+                        free(l->paths[i].path);
+        free(l->paths);
+        free(l);
+        return NULL;
+}
+
+static PathStat *path_stat(IverLedger *l, const char *path) {
+        if (!path)
+                return NULL;
+        if (!l->paths) {
+                l->paths = calloc(2 * PATHS_MAX, sizeof(PathStat));
+                if (!l->paths)
+                        return NULL;
+        }
+        uint64_t h = hash_str(path);
+        for (uint64_t i = h;; i++) {
+                PathStat *p = &l->paths[i & (2 * PATHS_MAX - 1)];
+                if (!p->path) {
+                        if (l->n_paths >= PATHS_MAX) {
+                                l->untracked++;
+                                return NULL;
+                        }
+                        p->path = strdup(path);
+                        if (!p->path)
+                                return NULL;
+                        p->hash = h;
+                        l->n_paths++;
+                        return p;
+                }
+                if (p->hash == h && strcmp(p->path, path) == 0)
+                        return p;
+        }
+}
+
+void iver_ledger_account(IverLedger *l, const IverVerdict *v, uint64_t size, int digest_changed,
+                         uint64_t bytes_hashed, uint64_t cpu_ns, const char *path) {
+        IverLedgerCounters *c = &l->c;
+
+        c->checks++;
+        c->bytes_hashed += bytes_hashed;
+        c->hash_cpu_ns += cpu_ns;
+        if (v->first) {
+                c->first_seen++;
+                return;
+        }
+        if (v->atime)
+                c->atime_rehashes++;
+        if (v->mtime)
+                c->mtime_rehashes++;
+        if (v->iverd) {
+                c->remeasured++;
+                if (digest_changed == 0)
+                        c->unchanged_content++;
+                if (!v->mtime) {
+                        c->extra_vs_mtime++;
+                        if (digest_changed > 0)
+                                c->missed_by_mtime++;
+                }
+        } else {
+                if (v->atime) {
+                        c->avoided_vs_atime++;
+                        c->bytes_avoided_vs_atime += size;
+                }
+                if (v->mtime) {
+                        c->avoided_vs_mtime++;
+                        c->bytes_avoided_vs_mtime += size;
+                }
+        }
+        /* Only interesting paths are tracked: hits that avoided nothing cost nothing. */
+        if (v->iverd || v->atime) {
+                PathStat *p = path_stat(l, path);
+                if (p) {
+                        p->remeasured += v->iverd;
+                        p->avoided_vs_atime += !v->iverd && v->atime;
+                        p->bytes_hashed += bytes_hashed;
+                }
+        }
+}
+
+void iver_ledger_count_unstable(IverLedger *l) {
+        l->c.unstable++;
+}
+
+void iver_ledger_count_provisional(IverLedger *l) {
+        l->c.provisional++;
+}
+
+const IverLedgerCounters *iver_ledger_counters(const IverLedger *l) {
+        return &l->c;
+}
+
+void iver_ledger_set_counters(IverLedger *l, const IverLedgerCounters *c) {
+        l->c = *c;
+}
+
+static bool top_before(const PathStat *a, const PathStat *b) {
+        if (a->bytes_hashed != b->bytes_hashed)
+                return a->bytes_hashed > b->bytes_hashed;
+        if (a->remeasured != b->remeasured)
+                return a->remeasured > b->remeasured;
+        return a->avoided_vs_atime > b->avoided_vs_atime;
+}
+
+unsigned iver_ledger_top(const IverLedger *l, IverLedgerTop *rows, unsigned n) {
+        const PathStat *best[64];
+        unsigned k = 0;
+
+        if (n > ELEMENTSOF(best))
+                n = ELEMENTSOF(best);
+        if (n > l->top_n)
+                n = l->top_n;
+        if (!l->paths)
+                return 0;
+        /* insertion into a small sorted array: n is tiny */
+        for (unsigned i = 0; i < 2 * PATHS_MAX; i++) {
+                const PathStat *p = &l->paths[i];
+                if (!p->path)
+                        continue;
+                unsigned j = k < n ? k++ : n;
+                if (j == n && !top_before(p, best[n - 1]))
+                        continue;
+                if (j == n)
+                        j = n - 1;
+                while (j > 0 && top_before(p, best[j - 1])) {
+                        best[j] = best[j - 1];
+                        j--;
+                }
+                best[j] = p;
+        }
+        for (unsigned i = 0; i < k; i++)
+                rows[i] = (IverLedgerTop) {
+                        .path = best[i]->path,
+                        .remeasured = best[i]->remeasured,
+                        .avoided_vs_atime = best[i]->avoided_vs_atime,
+                        .bytes_hashed = best[i]->bytes_hashed,
+                };
+        return k;
+}
+
+#define LEDGER_FIELDS(X)                 \
+        X(checks)                        \
+        X(first_seen)                    \
+        X(remeasured)                    \
+        X(avoided_vs_atime)              \
+        X(avoided_vs_mtime)              \
+        X(extra_vs_mtime)                \
+        X(missed_by_mtime)               \
+        X(unchanged_content)             \
+        X(atime_rehashes)                \
+        X(mtime_rehashes)                \
+        X(bytes_hashed)                  \
+        X(bytes_avoided_vs_atime)        \
+        X(bytes_avoided_vs_mtime)        \
+        X(hash_cpu_ns)                   \
+        X(unstable)                      \
+        X(provisional)
+
+void iver_ledger_print(const IverLedgerCounters *c, FILE *f) {
+#define X(name) fprintf(f, "%-24s %" PRIu64 "\n", #name, c->name);
+        LEDGER_FIELDS(X)
+#undef X
+}
+
+void iver_ledger_print_json(const IverLedgerCounters *c, FILE *f) {
+        const char *sep = "";
+        fputc('{', f);
+#define X(name)                                                  \
+        fprintf(f, "%s\"%s\":%" PRIu64, sep, #name, c->name);   \
+        sep = ",";
+        LEDGER_FIELDS(X)
+#undef X
+        fputc('}', f);
+}
