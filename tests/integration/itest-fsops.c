@@ -1,0 +1,689 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The operation matrix: for one mounted filesystem, every operation of
+ * issue 2 is performed on a fresh file right after it was measured and found
+ * a hit; the next iver_check() must re-hash exactly for explicit changes,
+ * never for read/open, and the digest on record must equal an independent
+ * SHA-256 (OpenSSL EVP here, not lib's hashing) of the file's bytes. The
+ * ledger delta of that last check is checked for the rows DESIGN §5 names.
+ *
+ * Usage: itest-fsops FSNAME DIR
+ * Prints one markdown table row per operation; exit 0 all PASS (or n/a),
+ * 1 on any FAIL, 2 on a setup error. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/fs.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "iver/iver.h"
+
+#define FILE_SIZE (256 * 1024)
+#define REUSE_TRIES 256
+
+static const char *fsname;
+static const char *dir;
+static IverContext *ctx;
+static struct timespec t0;   /* atime = mtime of every fresh file: an hour ago */
+static int failures;
+
+typedef enum { EXP_HIT, EXP_REHASH } Expect;
+typedef enum {
+        L_NONE,           /* open: nothing to count */
+        L_AVOID_ATIME,    /* read: atime heuristic re-hashes, iverd does not */
+        L_EXTRA_UNCHANGED,/* metadata only: extra_vs_mtime and unchanged_content */
+        L_MISSED,         /* content changed under an unchanged mtime+size: missed_by_mtime */
+        L_CONTENT,        /* visible content change: re-hash, nothing missed */
+        L_INFO,           /* only printed */
+} LedgerExpect;
+
+typedef struct Row {
+        char note[160];
+        bool na;
+} Row;
+
+typedef struct Op {
+        const char *name;
+        int (*setup)(const char *path, Row *row); /* before the first check */
+        int (*run)(const char *path, Row *row);   /* 0 done, 1 n/a, -errno failure */
+        Expect expect;
+        LedgerExpect ledger;
+} Op;
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "FAIL [%s] ", fsname);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+}
+
+static void fill(uint8_t *buf, size_t n, unsigned seed) {
+        uint32_t x = seed * 2654435761u + 12345u;
+        for (size_t i = 0; i < n; i++) {
+                x = x * 1103515245u + 12345u;
+                buf[i] = (uint8_t) (x >> 16) | 1; /* never zero: a hole punched is visible */
+        }
+}
+
+static int write_all(int fd, const void *buf, size_t n, off_t off) {
+        const uint8_t *p = buf;
+        while (n > 0) {
+                ssize_t k = pwrite(fd, p, n, off);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += k;
+                n -= (size_t) k;
+                off += k;
+        }
+        return 0;
+}
+
+/* A fresh file of FILE_SIZE bytes, fsynced, atime = mtime = t0. */
+static int make_file(const char *path, unsigned seed, size_t size) {
+        uint8_t *buf = malloc(size);
+        int fd, r;
+
+        if (!buf)
+                return -ENOMEM;
+        fill(buf, size, seed);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0) {
+                r = -errno;
+                free(buf);
+                return r;
+        }
+        r = write_all(fd, buf, size, 0);
+        free(buf);
+        if (r == 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r == 0 && futimens(fd, (struct timespec[2]) { t0, t0 }) < 0)
+                r = -errno;
+        close(fd);
+        return r;
+}
+
+/* Independent SHA-256 of the file's bytes (O_NOATIME: the test's own reads
+ * must not look like a user's read to the atime heuristic). */
+static int sha256_file(const char *path, uint8_t out[32]) {
+        static uint8_t buf[1 << 20];
+        EVP_MD_CTX *md;
+        unsigned len = 0;
+        int fd, r = 0;
+
+        fd = open(path, O_RDONLY | O_NOATIME | O_CLOEXEC);
+        if (fd < 0 && errno == EPERM)
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        md = EVP_MD_CTX_new();
+        if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+                r = -ENOMEM;
+                goto out;
+        }
+        for (;;) {
+                ssize_t k = read(fd, buf, sizeof buf);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = -errno;
+                        goto out;
+                }
+                if (k == 0)
+                        break;
+                EVP_DigestUpdate(md, buf, (size_t) k);
+        }
+        if (EVP_DigestFinal_ex(md, out, &len) != 1 || len != 32)
+                r = -EIO;
+out:
+        EVP_MD_CTX_free(md);
+        close(fd);
+        return r;
+}
+
+static void hex(const uint8_t *b, size_t n, char *out) {
+        for (size_t i = 0; i < n; i++)
+                sprintf(out + 2 * i, "%02x", b[i]);
+        out[2 * n] = 0;
+}
+
+/* Whether the digest on record equals an independent SHA-256 of path now. */
+static bool digest_matches(const char *path, const IverDigest *d, const char *what) {
+        uint8_t ref[32];
+        char a[2 * IVER_DIGEST_MAX + 1], b[65];
+        int r = sha256_file(path, ref);
+
+        if (r < 0) {
+                fail("%s: independent sha256 of %s: %s", what, path, strerror(-r));
+                return false;
+        }
+        if (d->algo == IVER_HASH_SHA256 && d->len == 32 && memcmp(d->bytes, ref, 32) == 0)
+                return true;
+        iver_digest_to_hex(d, a);
+        hex(ref, 32, b);
+        fail("%s: digest on record %s:%s != sha256 of bytes %s", what,
+             iver_hash_algo_to_string(d->algo) ?: "?", a, b);
+        return false;
+}
+
+static const char *res(IverCheckResult r) {
+        return iver_check_result_to_string(r) ?: "?";
+}
+
+static bool cookie_changed(const IverCheckOutcome *a, const IverCheckOutcome *b) {
+        return !iver_identity_equal(&a->id, &b->id) || !iver_cookie_equal(&a->cookie, &b->cookie);
+}
+
+static bool entry_trusted(uint32_t idx, char *why, size_t n) {
+        IverEntry e;
+
+        if (idx == IVER_CACHE_NONE) {
+                snprintf(why, n, "no cache entry");
+                return false;
+        }
+        iver_cache_get(iver_context_cache(ctx), idx, &e);
+        if (!(e.flags & IVER_ENTRY_MEASURED) || (e.flags & (IVER_ENTRY_PROVISIONAL | IVER_ENTRY_UNSTABLE))) {
+                snprintf(why, n, "entry flags 0x%x (want MEASURED, not PROVISIONAL/UNSTABLE)", e.flags);
+                return false;
+        }
+        return true;
+}
+
+/* ---- operations ---------------------------------------------------------- */
+
+static int op_read(const char *path, Row *row) {
+        char buf[4096];
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t k = read(fd, buf, sizeof buf);
+        int r = k < 0 ? -errno : 0;
+        close(fd);
+        return r;
+}
+
+static int op_open(const char *path, Row *row) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        close(fd);
+        return 0;
+}
+
+static int pwrite_path(const char *path, int flags, off_t off, size_t n, unsigned seed) {
+        uint8_t *buf = malloc(n);
+        int fd, r;
+        if (!buf)
+                return -ENOMEM;
+        fill(buf, n, seed);
+        fd = open(path, flags | O_CLOEXEC);
+        if (fd < 0) {
+                r = -errno;
+                free(buf);
+                return r;
+        }
+        r = write_all(fd, buf, n, off);
+        free(buf);
+        if (close(fd) < 0 && r == 0)
+                r = -errno;
+        return r;
+}
+
+static int op_write(const char *path, Row *row) {
+        return pwrite_path(path, O_WRONLY, 8192, 4096, 101);
+}
+
+static int op_append(const char *path, Row *row) {
+        return pwrite_path(path, O_WRONLY | O_APPEND, 0, 1000, 102);
+}
+
+static int op_mmap(const char *path, Row *row) {
+        int fd = open(path, O_RDWR | O_CLOEXEC), r = 0;
+        if (fd < 0)
+                return -errno;
+        uint8_t *p = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        for (size_t i = 0; i < 64; i++)
+                p[12345 + i] ^= 0x5a;
+        if (msync(p, FILE_SIZE, MS_SYNC) < 0)
+                r = -errno;
+        munmap(p, FILE_SIZE);
+        close(fd);
+        return r;
+}
+
+static int op_odirect(const char *path, Row *row) {
+        void *buf = NULL;
+        int fd, r;
+
+        if (posix_memalign(&buf, 4096, 4096) != 0)
+                return -ENOMEM;
+        fill(buf, 4096, 104);
+        fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+        if (fd < 0) {
+                r = -errno;
+                free(buf);
+                if (r == -EINVAL || r == -EOPNOTSUPP) {
+                        snprintf(row->note, sizeof row->note, "O_DIRECT refused: %s", strerror(-r));
+                        return 1;
+                }
+                return r;
+        }
+        ssize_t k = pwrite(fd, buf, 4096, 4096);
+        r = k == 4096 ? 0 : k < 0 ? -errno : -EIO;
+        free(buf);
+        close(fd);
+        if (r == -EINVAL || r == -EOPNOTSUPP) {
+                snprintf(row->note, sizeof row->note, "O_DIRECT write refused: %s", strerror(-r));
+                return 1;
+        }
+        return r;
+}
+
+static int op_trunc_shrink(const char *path, Row *row) {
+        return truncate(path, FILE_SIZE / 2) < 0 ? -errno : 0;
+}
+
+static int op_trunc_extend(const char *path, Row *row) {
+        return truncate(path, FILE_SIZE * 2) < 0 ? -errno : 0;
+}
+
+static int op_punch(const char *path, Row *row) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC), r = 0;
+        if (fd < 0)
+                return -errno;
+        if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 16384, 16384) < 0)
+                r = -errno;
+        close(fd);
+        if (r == -EOPNOTSUPP) {
+                snprintf(row->note, sizeof row->note, "punch hole not supported");
+                return 1;
+        }
+        return r;
+}
+
+static int op_chmod(const char *path, Row *row) {
+        return chmod(path, 0600) < 0 ? -errno : 0;
+}
+
+static int op_chown(const char *path, Row *row) {
+        return chown(path, 4242, 4243) < 0 ? -errno : 0;
+}
+
+static int xattr_na(int r, Row *row) {
+        if (r == -ENOTSUP || r == -EOPNOTSUPP) {
+                snprintf(row->note, sizeof row->note, "user xattrs not supported");
+                return 1;
+        }
+        return r;
+}
+
+static int op_setxattr(const char *path, Row *row) {
+        return xattr_na(setxattr(path, "user.iver.test", "v1", 2, 0) < 0 ? -errno : 0, row);
+}
+
+static int setup_removexattr(const char *path, Row *row) {
+        return xattr_na(setxattr(path, "user.iver.test", "v1", 2, 0) < 0 ? -errno : 0, row);
+}
+
+static int op_removexattr(const char *path, Row *row) {
+        return xattr_na(removexattr(path, "user.iver.test") < 0 ? -errno : 0, row);
+}
+
+/* Change content (same size), then put atime and mtime back (`touch -r`). */
+static int op_tamper(const char *path, Row *row) {
+        struct stat st;
+        int r;
+        if (stat(path, &st) < 0)
+                return -errno;
+        r = pwrite_path(path, O_WRONLY, 0, 4096, 105);
+        if (r < 0)
+                return r;
+        if (utimensat(AT_FDCWD, path, (struct timespec[2]) { st.st_atim, st.st_mtim }, 0) < 0)
+                return -errno;
+        struct stat st2;
+        if (stat(path, &st2) < 0)
+                return -errno;
+        if (st2.st_size != st.st_size || st2.st_mtim.tv_sec != st.st_mtim.tv_sec ||
+            st2.st_mtim.tv_nsec != st.st_mtim.tv_nsec)
+                return -EILSEQ;
+        return 0;
+}
+
+static char sidecar[4096];
+
+static int setup_rename(const char *path, Row *row) {
+        /* Same size, same atime+mtime (t0), other bytes. */
+        snprintf(sidecar, sizeof sidecar, "%s.new", path);
+        return make_file(sidecar, 999, FILE_SIZE);
+}
+
+static int op_rename(const char *path, Row *row) {
+        struct stat a, b;
+        if (stat(path, &a) < 0 || stat(sidecar, &b) < 0)
+                return -errno;
+        if (a.st_size != b.st_size || a.st_mtim.tv_sec != b.st_mtim.tv_sec || a.st_mtim.tv_nsec != b.st_mtim.tv_nsec)
+                return -EILSEQ;
+        return rename(sidecar, path) < 0 ? -errno : 0;
+}
+
+static int op_link(const char *path, Row *row) {
+        snprintf(sidecar, sizeof sidecar, "%s.lnk", path);
+        return link(path, sidecar) < 0 ? -errno : 0;
+}
+
+static int setup_reflink(const char *path, Row *row) {
+        snprintf(sidecar, sizeof sidecar, "%s.src", path);
+        return make_file(sidecar, 998, FILE_SIZE);
+}
+
+static int op_reflink(const char *path, Row *row) {
+        int src = open(sidecar, O_RDONLY | O_CLOEXEC), dst, r = 0;
+        if (src < 0)
+                return -errno;
+        dst = open(path, O_WRONLY | O_CLOEXEC);
+        if (dst < 0) {
+                r = -errno;
+                close(src);
+                return r;
+        }
+        if (ioctl(dst, FICLONE, src) < 0)
+                r = -errno;
+        close(dst);
+        close(src);
+        if (r == -EOPNOTSUPP || r == -ENOTTY || r == -EXDEV || r == -EINVAL || r == -ENOSYS) {
+                snprintf(row->note, sizeof row->note, "FICLONE: %s", strerror(-r));
+                return 1;
+        }
+        return r;
+}
+
+/* Unlink, then create files until one gets the old inode number (ext4: at
+ * once); losers are renamed aside so their numbers stay taken. Same size,
+ * same atime+mtime, other bytes. */
+static int op_reuse(const char *path, Row *row) {
+        struct stat st, nst;
+        char junk[4200];
+        int tries, r;
+
+        if (stat(path, &st) < 0)
+                return -errno;
+        if (unlink(path) < 0)
+                return -errno;
+        for (tries = 1; tries <= REUSE_TRIES; tries++) {
+                r = make_file(path, 2000 + tries, FILE_SIZE);
+                if (r < 0)
+                        return r;
+                if (stat(path, &nst) < 0)
+                        return -errno;
+                if (nst.st_ino == st.st_ino)
+                        break;
+                if (tries == REUSE_TRIES)
+                        break;
+                snprintf(junk, sizeof junk, "%s.junk%d", path, tries);
+                if (rename(path, junk) < 0)
+                        return -errno;
+        }
+        if (nst.st_ino == st.st_ino)
+                snprintf(row->note, sizeof row->note, "ino %ju reused after %d create(s)", (uintmax_t) st.st_ino, tries);
+        else
+                snprintf(row->note, sizeof row->note, "ino not reused in %d creates", REUSE_TRIES);
+        return 0;
+}
+
+static const Op ops[] = {
+        { "read",                  NULL,              op_read,         EXP_HIT,    L_AVOID_ATIME },
+        { "open-no-read",          NULL,              op_open,         EXP_HIT,    L_NONE },
+        { "write",                 NULL,              op_write,        EXP_REHASH, L_CONTENT },
+        { "append",                NULL,              op_append,       EXP_REHASH, L_CONTENT },
+        { "mmap-write+msync",      NULL,              op_mmap,         EXP_REHASH, L_CONTENT },
+        { "O_DIRECT-write",        NULL,              op_odirect,      EXP_REHASH, L_CONTENT },
+        { "truncate-shrink",       NULL,              op_trunc_shrink, EXP_REHASH, L_CONTENT },
+        { "truncate-extend",       NULL,              op_trunc_extend, EXP_REHASH, L_CONTENT },
+        { "punch-hole",            NULL,              op_punch,        EXP_REHASH, L_CONTENT },
+        { "chmod",                 NULL,              op_chmod,        EXP_REHASH, L_EXTRA_UNCHANGED },
+        { "chown",                 NULL,              op_chown,        EXP_REHASH, L_EXTRA_UNCHANGED },
+        { "setxattr",              NULL,              op_setxattr,     EXP_REHASH, L_EXTRA_UNCHANGED },
+        { "removexattr",           setup_removexattr, op_removexattr,  EXP_REHASH, L_EXTRA_UNCHANGED },
+        { "write+restore-times",   NULL,              op_tamper,       EXP_REHASH, L_MISSED },
+        { "rename-over-same-mtime", setup_rename,     op_rename,       EXP_REHASH, L_MISSED },
+        { "hard-link",             NULL,              op_link,         EXP_REHASH, L_EXTRA_UNCHANGED },
+        { "reflink-FICLONE",       setup_reflink,     op_reflink,      EXP_REHASH, L_CONTENT },
+        { "delete+reuse-ino",      NULL,              op_reuse,        EXP_REHASH, L_INFO },
+};
+
+#define D(f) (b->f - a->f)
+
+static bool ledger_ok(LedgerExpect le, const IverLedgerCounters *a, const IverLedgerCounters *b, char *txt, size_t n) {
+        bool ok;
+        const char *want;
+
+        switch (le) {
+        case L_NONE:
+                want = "nothing";
+                ok = D(remeasured) == 0 && D(avoided_vs_atime) == 0 && D(avoided_vs_mtime) == 0;
+                break;
+        case L_AVOID_ATIME:
+                want = "avoided_vs_atime+1";
+                ok = D(avoided_vs_atime) == 1 && D(remeasured) == 0 && D(bytes_avoided_vs_atime) > 0;
+                break;
+        case L_EXTRA_UNCHANGED:
+                want = "extra_vs_mtime+1 unchanged_content+1";
+                ok = D(extra_vs_mtime) == 1 && D(unchanged_content) == 1 && D(missed_by_mtime) == 0;
+                break;
+        case L_MISSED:
+                want = "missed_by_mtime+1";
+                ok = D(missed_by_mtime) == 1 && D(extra_vs_mtime) == 1 && D(unchanged_content) == 0;
+                break;
+        case L_CONTENT:
+                want = "remeasured+1";
+                ok = D(remeasured) == 1 && D(unchanged_content) == 0 && D(missed_by_mtime) == 0 && D(extra_vs_mtime) == 0;
+                break;
+        default:
+                want = "(info)";
+                ok = true;
+        }
+        ok = ok && D(checks) == 1;
+        snprintf(txt, n, "%s: %s", want, ok ? "ok" : "WRONG");
+        if (!ok)
+                fail("ledger delta: checks %+" PRId64 " first_seen %+" PRId64 " remeasured %+" PRId64
+                     " avoided_vs_atime %+" PRId64 " avoided_vs_mtime %+" PRId64 " extra_vs_mtime %+" PRId64
+                     " missed_by_mtime %+" PRId64 " unchanged_content %+" PRId64 " (want %s)",
+                     (int64_t) D(checks), (int64_t) D(first_seen), (int64_t) D(remeasured),
+                     (int64_t) D(avoided_vs_atime), (int64_t) D(avoided_vs_mtime), (int64_t) D(extra_vs_mtime),
+                     (int64_t) D(missed_by_mtime), (int64_t) D(unchanged_content), want);
+        if (le == L_INFO)
+                snprintf(txt, n, "missed_by_mtime%+" PRId64 " first_seen%+" PRId64 " remeasured%+" PRId64,
+                         (int64_t) D(missed_by_mtime), (int64_t) D(first_seen), (int64_t) D(remeasured));
+        return ok;
+}
+
+static void print_row(const Op *op, const char *cookie, const char *rehash, const char *digest,
+                      const char *ledger, const char *result, const char *note) {
+        printf("| %-6s | %-22s | %-7s | %-9s | %-7s | %-9s | %-44s | %-6s | %s |\n", fsname, op->name, cookie,
+               rehash, digest, op->expect == EXP_HIT ? "no rehash" : "re-hash", ledger, result, note);
+        fflush(stdout);
+}
+
+static bool run_op(const Op *op) {
+        char path[4096], why[200] = "", ltxt[120] = "";
+        IverCheckOutcome o1, o2, o3;
+        IverLedgerCounters c0, c1;
+        Row row = { .note = "" };
+        bool ok = true, changed, rehashed, dig;
+        int r;
+
+        snprintf(path, sizeof path, "%s/%s", dir, op->name);
+        r = make_file(path, (unsigned) (op - ops) + 1, FILE_SIZE);
+        if (r < 0) {
+                fail("%s: create %s: %s", op->name, path, strerror(-r));
+                print_row(op, "-", "-", "-", "-", "FAIL", "setup failed");
+                return false;
+        }
+        sidecar[0] = 0;
+        if (op->setup) {
+                r = op->setup(path, &row);
+                if (r != 0) {
+                        if (r > 0) {
+                                print_row(op, "n/a", "n/a", "n/a", "-", "n/a", row.note);
+                                return true;
+                        }
+                        fail("%s: setup: %s", op->name, strerror(-r));
+                        print_row(op, "-", "-", "-", "-", "FAIL", "setup failed");
+                        return false;
+                }
+        }
+
+        /* First check: measured, stable, right digest. */
+        r = iver_check(ctx, AT_FDCWD, path, &o1);
+        if (r < 0 || o1.result != IVER_CHECK_MEASURED || o1.provisional) {
+                fail("%s: first check: %s%s (%s)", op->name, res(o1.result), o1.provisional ? " provisional" : "",
+                     strerror(r < 0 ? -r : 0));
+                ok = false;
+        } else if (!entry_trusted(o1.idx, why, sizeof why)) {
+                fail("%s: first check: %s", op->name, why);
+                ok = false;
+        }
+        if (!digest_matches(path, &o1.digest, "first check"))
+                ok = false;
+
+        /* Second check: a hit. */
+        r = iver_check(ctx, AT_FDCWD, path, &o2);
+        if (r < 0 || o2.result != IVER_CHECK_HIT) {
+                fail("%s: second check (no change) must be a HIT, got %s", op->name, res(o2.result));
+                ok = false;
+        }
+        if (!digest_matches(path, &o2.digest, "second check"))
+                ok = false;
+        if (!ok) {
+                print_row(op, "-", "-", "-", "-", "FAIL", "preconditions failed");
+                return false;
+        }
+
+        c0 = *iver_ledger_counters(iver_context_ledger(ctx));
+        r = op->run(path, &row);
+        if (r > 0) {
+                print_row(op, "n/a", "n/a", "n/a", "-", "n/a", row.note);
+                return true;
+        }
+        if (r < 0) {
+                fail("%s: operation failed: %s", op->name, strerror(-r));
+                print_row(op, "-", "-", "-", "-", "FAIL", "operation failed");
+                return false;
+        }
+
+        r = iver_check(ctx, AT_FDCWD, path, &o3);
+        c1 = *iver_ledger_counters(iver_context_ledger(ctx));
+        if (r < 0 || (o3.result != IVER_CHECK_HIT && o3.result != IVER_CHECK_MEASURED)) {
+                fail("%s: check after the operation: %s (%s)", op->name, res(o3.result), strerror(r < 0 ? -r : 0));
+                print_row(op, "-", "-", "-", "-", "FAIL", res(o3.result));
+                return false;
+        }
+        changed = cookie_changed(&o2, &o3);
+        rehashed = o3.result == IVER_CHECK_MEASURED;
+        dig = digest_matches(path, &o3.digest, op->name);
+        if (!dig)
+                ok = false;
+        if ((op->expect == EXP_HIT) != !rehashed) {
+                fail("%s: expected %s, got %s", op->name, op->expect == EXP_HIT ? "HIT" : "MEASURED", res(o3.result));
+                ok = false;
+        }
+        if (op->expect == EXP_REHASH && !changed) {
+                fail("%s: re-hashed but the cookie/identity did not change", op->name);
+                ok = false;
+        }
+        if (op->expect == EXP_HIT && changed) {
+                fail("%s: the cookie changed on a read-only operation", op->name);
+                ok = false;
+        }
+        if (rehashed && (o3.provisional || !entry_trusted(o3.idx, why, sizeof why))) {
+                fail("%s: re-measurement not trusted: %s", op->name, o3.provisional ? "provisional" : why);
+                ok = false;
+        }
+        if (!ledger_ok(op->ledger, &c0, &c1, ltxt, sizeof ltxt))
+                ok = false;
+
+        /* And once more: no change since, so a hit with the same digest. */
+        IverCheckOutcome o4;
+        r = iver_check(ctx, AT_FDCWD, path, &o4);
+        if (r < 0 || o4.result != IVER_CHECK_HIT) {
+                fail("%s: check after the re-measurement must be a HIT, got %s", op->name, res(o4.result));
+                ok = false;
+        } else if (!digest_matches(path, &o4.digest, "final hit")) {
+                ok = false;
+        }
+
+        print_row(op, changed ? "yes" : "no", rehashed ? "yes" : "no", dig ? "yes" : "no", ltxt,
+                  ok ? "PASS" : "FAIL", row.note);
+        return ok;
+}
+
+int main(int argc, char **argv) {
+        IverContextOptions opt = {
+                .version_mode = IVER_VERSION_AUTO,
+                .algo = IVER_HASH_SHA256,
+        };
+        struct timespec now;
+        int r;
+
+        if (argc != 3) {
+                fprintf(stderr, "usage: %s FSNAME DIR\n", argv[0]);
+                return 2;
+        }
+        fsname = argv[1];
+        dir = argv[2];
+        setvbuf(stdout, NULL, _IOLBF, 0);
+
+        if (iver_measure_prepare_signals() < 0) {
+                fprintf(stderr, "iver_measure_prepare_signals failed\n");
+                return 2;
+        }
+        clock_gettime(CLOCK_REALTIME, &now);
+        t0 = (struct timespec) { .tv_sec = now.tv_sec - 3600, .tv_nsec = 123456789 };
+
+        r = iver_context_new(&opt, &ctx);
+        if (r < 0) {
+                fprintf(stderr, "iver_context_new: %s\n", strerror(-r));
+                return 2;
+        }
+
+        for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+                if (!run_op(&ops[i]))
+                        failures++;
+
+        {
+                /* The cookie source chosen for this filesystem. */
+                uint32_t dev;
+                IverCookieSource src;
+                uint64_t magic;
+                for (unsigned i = 0; iver_cookie_table_get(iver_context_cookies(ctx), i, &dev, &src, &magic); i++)
+                        fprintf(stderr, "# [%s] dev %u:%u fs magic 0x%" PRIx64 " cookie source %s\n", fsname,
+                                dev >> 20, dev & 0xfffff, magic, iver_cookie_source_to_string(src) ?: "?");
+                fprintf(stderr, "# [%s] ledger after all operations:\n", fsname);
+                iver_ledger_print(iver_ledger_counters(iver_context_ledger(ctx)), stderr);
+        }
+        iver_context_free(ctx);
+        if (failures)
+                fprintf(stderr, "FAIL [%s] %d operation(s) failed\n", fsname, failures);
+        return failures ? 1 : 0;
+}
