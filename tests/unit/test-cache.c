@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Cache insert / lookup / replace / remove / grow, at 1M entries. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "iver/cache.h"
+
+static IverEntry mkentry(uint32_t dev, uint64_t ino, uint64_t gen, uint8_t seed) {
+        IverEntry e = {
+                .id = { .dev = dev, .ino = ino, .gen = gen },
+                .source = IVER_COOKIE_CTIME,
+                .size = ino * 3,
+                .atime = (int64_t) ino + 1,
+                .mtime = (int64_t) ino + 2,
+                .ctime = (int64_t) ino + 3,
+                .mode = 0100644,
+                .uid = (uint32_t) ino % 1000,
+                .gid = 5,
+                .flags = IVER_ENTRY_MEASURED,
+                .shadow_atime = ino ^ 0xabc,
+                .shadow_mtime = ino ^ 0xdef,
+                .digest = { .algo = IVER_HASH_SHA256, .len = 32 },
+        };
+        for (int i = 0; i < 32; i++)
+                e.digest.bytes[i] = (uint8_t) (seed + i + ino);
+        return e;
+}
+
+static int path_of(char *buf, size_t n, uint64_t ino) {
+        return snprintf(buf, n, "/usr/lib/x86_64-linux-gnu/pkg%06llu/file-%llu.so", (unsigned long long) (ino / 97),
+                        (unsigned long long) ino);
+}
+
+static void assert_entry(IverCache *c, uint32_t idx, const IverEntry *want) {
+        IverEntry got;
+        iver_cache_get(c, idx, &got);
+        ck_assert(iver_identity_equal(&got.id, &want->id));
+        ck_assert_uint_eq(got.size, want->size);
+        ck_assert_int_eq(got.ctime, want->ctime);
+        ck_assert_int_eq(got.mtime, want->mtime);
+        ck_assert_uint_eq(got.uid, want->uid);
+        ck_assert_uint_eq(got.mode, want->mode);
+        ck_assert_uint_eq(got.shadow_atime, want->shadow_atime);
+        ck_assert_uint_eq(got.shadow_mtime, want->shadow_mtime);
+        ck_assert_uint_eq(got.flags, want->flags);
+        ck_assert(iver_digest_equal(&got.digest, &want->digest));
+}
+
+START_TEST(test_basic) {
+        IverCache *c = NULL;
+        ck_assert_int_eq(iver_cache_new(&c), 0);
+        ck_assert_uint_eq(iver_cache_find_inode(c, 1, 2), IVER_CACHE_NONE);
+        ck_assert_uint_eq(iver_cache_find_path(c, "/a", 2), IVER_CACHE_NONE);
+
+        IverEntry a = mkentry(1, 100, 7, 1);
+        uint32_t ia;
+        ck_assert_int_eq(iver_cache_put(c, &a, "/a", 2, &ia), 0);
+        ck_assert_uint_eq(iver_cache_find_inode(c, 1, 100), ia);
+        ck_assert_uint_eq(iver_cache_find_path(c, "/a", 2), ia);
+        ck_assert_uint_eq(iver_cache_find_inode(c, 2, 100), IVER_CACHE_NONE); /* other dev */
+        assert_entry(c, ia, &a);
+
+        /* paths are bytes: embedded newline and non-UTF-8 */
+        IverEntry b = mkentry(1, 101, 7, 2);
+        const char weird[] = "/x\ny\xff z";
+        uint32_t ib;
+        ck_assert_int_eq(iver_cache_put(c, &b, weird, sizeof(weird) - 1, &ib), 0);
+        size_t len;
+        const char *p = iver_cache_path(c, ib, &len);
+        ck_assert_uint_eq(len, sizeof(weird) - 1);
+        ck_assert_mem_eq(p, weird, len);
+
+        /* replace: new generation for the same (dev, ino) replaces the entry */
+        IverEntry a2 = mkentry(1, 100, 8, 9);
+        uint32_t ia2;
+        ck_assert_int_eq(iver_cache_put(c, &a2, "/a", 2, &ia2), 0);
+        ck_assert_uint_eq(ia2, ia);
+        ck_assert_uint_eq(iver_cache_size(c), 2);
+        assert_entry(c, ia2, &a2);
+
+        /* rename: the same inode under a new path moves its path */
+        ck_assert_int_eq(iver_cache_put(c, &a2, "/a-renamed", 10, &ia2), 0);
+        ck_assert_uint_eq(iver_cache_find_path(c, "/a", 2), IVER_CACHE_NONE);
+        ck_assert_uint_eq(iver_cache_find_path(c, "/a-renamed", 10), ia2);
+
+        /* rename-over: another inode takes b's path; b's entry goes */
+        IverEntry n = mkentry(1, 555, 1, 3);
+        uint32_t in;
+        ck_assert_int_eq(iver_cache_put(c, &n, weird, sizeof(weird) - 1, &in), 0);
+        ck_assert_uint_eq(iver_cache_find_inode(c, 1, 101), IVER_CACHE_NONE);
+        ck_assert_uint_eq(iver_cache_find_path(c, weird, sizeof(weird) - 1), in);
+        ck_assert_uint_eq(iver_cache_size(c), 2);
+
+        /* an unmeasured entry has no digest */
+        IverEntry u = mkentry(3, 1, 1, 0);
+        u.flags = IVER_ENTRY_UNSTABLE;
+        uint32_t iu;
+        ck_assert_int_eq(iver_cache_put(c, &u, "/u", 2, &iu), 0);
+        IverEntry got;
+        iver_cache_get(c, iu, &got);
+        ck_assert_int_eq(got.digest.algo, _IVER_HASH_INVALID);
+
+        /* a different algorithm changes the digest length */
+        IverEntry s = a2;
+        s.digest = (IverDigest) { .algo = IVER_HASH_SHA512, .len = 64 };
+        memset(s.digest.bytes, 0x5a, 64);
+        ck_assert_int_eq(iver_cache_put(c, &s, "/a-renamed", 10, &ia2), 0);
+        assert_entry(c, ia2, &s);
+
+        iver_cache_free(c);
+}
+END_TEST
+
+START_TEST(test_touch) {
+        IverCache *c = NULL;
+        ck_assert_int_eq(iver_cache_new(&c), 0);
+        IverEntry a = mkentry(1, 100, 7, 1);
+        uint32_t i;
+        ck_assert_int_eq(iver_cache_put(c, &a, "/a", 2, &i), 0);
+        IverStat st = { .atime = 999, .mode = 0100600, .uid = 4, .gid = 4 };
+        iver_cache_touch(c, i, 11, 22, &st);
+        IverEntry got;
+        iver_cache_get(c, i, &got);
+        ck_assert_uint_eq(got.shadow_atime, 11);
+        ck_assert_uint_eq(got.shadow_mtime, 22);
+        ck_assert_int_eq(got.atime, 999);
+        ck_assert_int_eq(got.ctime, a.ctime); /* the cookie is not touched */
+        ck_assert(iver_digest_equal(&got.digest, &a.digest));
+        iver_cache_free(c);
+}
+END_TEST
+
+#define MANY 1000000U
+
+START_TEST(test_million) {
+        IverCache *c = NULL;
+        char path[128];
+        ck_assert_int_eq(iver_cache_new(&c), 0);
+        for (uint32_t i = 0; i < MANY; i++) {
+                IverEntry e = mkentry(1 + (i & 3), i, i * 7ULL, 1);
+                int n = path_of(path, sizeof(path), i);
+                uint32_t idx;
+                ck_assert_int_eq(iver_cache_put(c, &e, path, (size_t) n, &idx), 0);
+                ck_assert_uint_eq(idx, i);
+        }
+        ck_assert_uint_eq(iver_cache_size(c), MANY);
+        size_t mem = iver_cache_memory(c), paths = iver_cache_path_bytes(c);
+        fprintf(stderr, "cache: %u entries, %.1f bytes/entry + %.1f bytes/entry of paths\n", MANY,
+                (double) (mem - paths) / MANY, (double) paths / MANY);
+
+        /* every entry findable both ways, intact */
+        for (uint32_t i = 0; i < MANY; i += 7) {
+                IverEntry e = mkentry(1 + (i & 3), i, i * 7ULL, 1);
+                int n = path_of(path, sizeof(path), i);
+                uint32_t idx = iver_cache_find_inode(c, 1 + (i & 3), i);
+                ck_assert_uint_eq(idx, i);
+                ck_assert_uint_eq(iver_cache_find_path(c, path, (size_t) n), i);
+                assert_entry(c, idx, &e);
+        }
+        /* replace a tenth, remove a tenth */
+        for (uint32_t i = 0; i < MANY; i += 10) {
+                IverEntry e = mkentry(1 + (i & 3), i, i * 7ULL + 1, 2);
+                int n = path_of(path, sizeof(path), i);
+                ck_assert_int_eq(iver_cache_put(c, &e, path, (size_t) n, NULL), 0);
+        }
+        for (uint32_t i = 5; i < MANY; i += 10)
+                iver_cache_remove(c, iver_cache_find_inode(c, 1 + (i & 3), i));
+        ck_assert_uint_eq(iver_cache_size(c), MANY - MANY / 10);
+        for (uint32_t i = 0; i < MANY; i++) {
+                uint32_t idx = iver_cache_find_inode(c, 1 + (i & 3), i);
+                int n = path_of(path, sizeof(path), i);
+                if (i % 10 == 5) {
+                        ck_assert_uint_eq(idx, IVER_CACHE_NONE);
+                        ck_assert_uint_eq(iver_cache_find_path(c, path, (size_t) n), IVER_CACHE_NONE);
+                        continue;
+                }
+                ck_assert_uint_ne(idx, IVER_CACHE_NONE);
+                ck_assert_uint_eq(iver_cache_find_path(c, path, (size_t) n), idx);
+                IverEntry want = i % 10 == 0 ? mkentry(1 + (i & 3), i, i * 7ULL + 1, 2) : mkentry(1 + (i & 3), i, i * 7ULL, 1);
+                if (i % 4000 == 0 || i % 10 == 0)
+                        assert_entry(c, idx, &want);
+        }
+        iver_cache_free(c);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("cache");
+        TCase *tc = tcase_create("core");
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, test_basic);
+        tcase_add_test(tc, test_touch);
+        tcase_add_test(tc, test_million);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

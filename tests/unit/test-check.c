@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* iver_check end to end on real files in /tmp: hit, re-hash, tamper,
+ * inode reuse, racy guard, vanishing files. (Per-filesystem operation
+ * matrix: tests/integration/test-fsops.sh.) */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "iver/check.h"
+
+static char dir[] = "/tmp/iver-test-check-XXXXXX";
+static char path[600];
+static IverContext *ctx;
+
+static void setup_mode(IverVersionMode mode, const IverKernelInfo *kernel) {
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/f", dir);
+        ck_assert_int_eq(iver_measure_prepare_signals(), 0);
+        IverContextOptions o = { .version_mode = mode, .algo = IVER_HASH_SHA256, .kernel = kernel };
+        ck_assert_int_eq(iver_context_new(&o, &ctx), 0);
+}
+
+static void setup(void) {
+        setup_mode(IVER_VERSION_AUTO, NULL);
+}
+
+static void setup_coarse(void) {
+        /* a kernel before multigrain timestamps (6.13): coarse ctime + racy guard */
+        static const IverKernelInfo old = { 6, 6 };
+        setup_mode(IVER_VERSION_AUTO, &old);
+}
+
+static void teardown(void) {
+        char cmd[700];
+        ctx = iver_context_free(ctx);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        ck_assert_int_eq(system(cmd), 0);
+        strcpy(dir, "/tmp/iver-test-check-XXXXXX");
+}
+
+static void put(const char *p, const char *content) {
+        int fd = open(p, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, content, strlen(content)), (ssize_t) strlen(content));
+        close(fd);
+}
+
+static void expect_digest_of(const IverCheckOutcome *o, const char *content) {
+        uint8_t want[32];
+        unsigned len;
+        ck_assert_int_eq(EVP_Digest(content, strlen(content), want, &len, EVP_sha256(), NULL), 1);
+        ck_assert_mem_eq(o->digest.bytes, want, 32);
+}
+
+static IverCheckResult check(IverCheckOutcome *o) {
+        (void) iver_check(ctx, AT_FDCWD, path, o);
+        return o->result;
+}
+
+static const IverLedgerCounters *counters(void) {
+        return iver_ledger_counters(iver_context_ledger(ctx));
+}
+
+START_TEST(test_hit_and_changes) {
+        IverCheckOutcome o;
+        put(path, "one");
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED);
+        ck_assert(o.verdict.first);
+        expect_digest_of(&o, "one");
+        ck_assert_int_eq(check(&o), IVER_CHECK_HIT);
+        expect_digest_of(&o, "one");
+
+        /* a read: no re-hash, the atime heuristic would have */
+        char b[8];
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ck_assert_int_eq(read(fd, b, sizeof(b)), 3);
+        close(fd);
+        ck_assert_int_eq(check(&o), IVER_CHECK_HIT);
+
+        /* chmod: re-hash, same content */
+        ck_assert_int_eq(chmod(path, 0600), 0);
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED);
+        ck_assert(!o.digest_changed);
+
+        /* same-size rewrite with mtime and atime restored: the tamper */
+        struct stat st;
+        ck_assert_int_eq(stat(path, &st), 0);
+        put(path, "two");
+        struct timespec ts[2] = { st.st_atim, st.st_mtim };
+        ck_assert_int_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED);
+        ck_assert(o.digest_changed);
+        expect_digest_of(&o, "two");
+        ck_assert_int_eq(check(&o), IVER_CHECK_HIT);
+
+        const IverLedgerCounters *c = counters();
+        ck_assert_uint_eq(c->checks, 6);
+        ck_assert_uint_eq(c->first_seen, 1);
+        ck_assert_uint_eq(c->remeasured, 2);
+        ck_assert_uint_eq(c->extra_vs_mtime, 2);
+        ck_assert_uint_eq(c->missed_by_mtime, 1);
+        ck_assert_uint_eq(c->unchanged_content, 1);
+        ck_assert_uint_ge(c->avoided_vs_atime, 1);
+        ck_assert_uint_eq(c->bytes_hashed, 9);
+}
+END_TEST
+
+START_TEST(test_inode_reuse_never_inherits) {
+        IverCheckOutcome o;
+        char content[32];
+        for (int i = 0; i < 200; i++) {
+                snprintf(content, sizeof(content), "gen %d", i % 2 ? 1 : 0); /* same size, alternating */
+                put(path, content);
+                ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED);
+                expect_digest_of(&o, content);
+                ck_assert_int_eq(unlink(path), 0);
+        }
+}
+END_TEST
+
+START_TEST(test_rename_over) {
+        IverCheckOutcome o;
+        char other[700];
+        snprintf(other, sizeof(other), "%s/g", dir);
+        put(path, "aaaa");
+        put(other, "bbbb");
+        struct stat st;
+        ck_assert_int_eq(stat(path, &st), 0);
+        struct timespec ts[2] = { st.st_atim, st.st_mtim };
+        ck_assert_int_eq(utimensat(AT_FDCWD, other, ts, 0), 0);
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED);
+        ck_assert_int_eq(rename(other, path), 0);
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED);
+        expect_digest_of(&o, "bbbb");
+        ck_assert(!o.verdict.mtime); /* same mtime and size at this path */
+        ck_assert_uint_eq(counters()->missed_by_mtime, 1);
+        ck_assert_uint_eq(iver_cache_size(iver_context_cache(ctx)), 1);
+}
+END_TEST
+
+START_TEST(test_vanish_and_fifo) {
+        IverCheckOutcome o;
+        put(path, "x");
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED);
+        ck_assert_int_eq(unlink(path), 0);
+        ck_assert_int_eq(check(&o), IVER_CHECK_ERROR);
+        ck_assert_int_eq(o.error, -ENOENT);
+        ck_assert_uint_eq(iver_cache_size(iver_context_cache(ctx)), 0);
+        ck_assert_int_eq(mkfifo(path, 0600), 0);
+        ck_assert_int_eq(check(&o), IVER_CHECK_NOT_REGULAR);
+}
+END_TEST
+
+START_TEST(test_racy_guard_coarse) {
+        IverCheckOutcome o;
+        put(path, "racy");
+        /* just written: its ctime is within a tick of the measurement */
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED);
+        IverEntry e;
+        iver_cache_get(iver_context_cache(ctx), o.idx, &e);
+        ck_assert_int_eq(e.source, IVER_COOKIE_CTIME_COARSE);
+        ck_assert(e.flags & IVER_ENTRY_RACY);
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED); /* not trusted: re-hashed */
+        struct timespec ts = { 0, 3 * IVER_COARSE_GRANULARITY_NS };
+        nanosleep(&ts, NULL);
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED); /* now older than a tick */
+        iver_cache_get(iver_context_cache(ctx), o.idx, &e);
+        ck_assert(!(e.flags & IVER_ENTRY_RACY));
+        ck_assert_int_eq(check(&o), IVER_CHECK_HIT);
+}
+END_TEST
+
+START_TEST(test_algo_change_rehashes) {
+        IverCheckOutcome o;
+        IverPending p;
+        put(path, "algo");
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED);
+        ck_assert_int_eq(iver_check_begin(ctx, AT_FDCWD, path, IVER_HASH_SHA512, &p, &o), 1);
+        IverMeasureOptions mo = iver_check_measure_options(ctx, &p);
+        IverMeasurement m;
+        int r = iver_measure(AT_FDCWD, path, &mo, &m);
+        ck_assert_int_eq(iver_check_finish(ctx, path, &p, r, &m, &o), 0);
+        ck_assert_int_eq(o.digest.algo, IVER_HASH_SHA512);
+        ck_assert_int_eq(iver_check_begin(ctx, AT_FDCWD, path, IVER_HASH_SHA512, &p, &o), 0);
+        ck_assert_int_eq(o.result, IVER_CHECK_HIT);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("check");
+        TCase *tc = tcase_create("auto");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_hit_and_changes);
+        tcase_add_test(tc, test_inode_reuse_never_inherits);
+        tcase_add_test(tc, test_rename_over);
+        tcase_add_test(tc, test_vanish_and_fifo);
+        tcase_add_test(tc, test_algo_change_rehashes);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("coarse");
+        tcase_add_checked_fixture(tc, setup_coarse, teardown);
+        tcase_add_test(tc, test_racy_guard_coarse);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The ledger truth table: every combination of changed snapshot fields ×
+ * digest changed, judged against each heuristic's own shadow. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "iver/ledger.h"
+
+enum { F_ATIME = 1, F_MTIME = 2, F_CTIME = 4, F_SIZE = 8 };
+
+static IverStat base(void) {
+        return (IverStat) { .atime = 1000, .mtime = 2000, .ctime = 3000, .size = 4096, .mode = 0100644 };
+}
+
+static IverStat changed(unsigned fields) {
+        IverStat st = base();
+        if (fields & F_ATIME)
+                st.atime += 7;
+        if (fields & F_MTIME)
+                st.mtime += 11;
+        if (fields & F_CTIME)
+                st.ctime += 13;
+        if (fields & F_SIZE)
+                st.size += 17;
+        return st;
+}
+
+START_TEST(test_truth_table) {
+        for (unsigned fields = 0; fields < 16; fields++)
+                for (int dchg = 0; dchg <= 1; dchg++) {
+                        IverLedger *l = NULL;
+                        ck_assert_int_eq(iver_ledger_new(5, &l), 0);
+                        IverStat st0 = base(), st1 = changed(fields);
+                        uint64_t sa, sm, sa1, sm1;
+
+                        /* first sight: everybody hashes, counted apart */
+                        IverVerdict v0 = iver_ledger_judge(false, 0, 0, true, &st0, &sa, &sm);
+                        ck_assert(v0.first && v0.iverd && v0.atime && v0.mtime);
+                        iver_ledger_account(l, &v0, st0.size, -1, st0.size, 0, "/f");
+
+                        /* iverd decides by the cookie: ctime, mtime, size */
+                        bool iverd = fields & (F_CTIME | F_MTIME | F_SIZE);
+                        bool exp_atime = fields != 0;
+                        bool exp_mtime = fields & (F_MTIME | F_SIZE);
+                        IverVerdict v = iver_ledger_judge(true, sa, sm, iverd, &st1, &sa1, &sm1);
+                        ck_assert(!v.first);
+                        ck_assert_int_eq(v.iverd, iverd);
+                        ck_assert_int_eq(v.atime, exp_atime);
+                        ck_assert_int_eq(v.mtime, exp_mtime);
+                        /* shadows advance only where that heuristic re-hashes */
+                        ck_assert(exp_atime ? sa1 == iver_shadow_atime(&st1) : sa1 == sa);
+                        ck_assert(exp_mtime ? sm1 == iver_shadow_mtime(&st1) : sm1 == sm);
+
+                        int dc = iverd ? dchg : -1;
+                        iver_ledger_account(l, &v, st1.size, dc, iverd ? st1.size : 0, 0, "/f");
+                        const IverLedgerCounters *c = iver_ledger_counters(l);
+                        ck_assert_uint_eq(c->checks, 2);
+                        ck_assert_uint_eq(c->first_seen, 1);
+                        ck_assert_uint_eq(c->remeasured, iverd);
+                        ck_assert_uint_eq(c->avoided_vs_atime, !iverd && exp_atime);
+                        ck_assert_uint_eq(c->avoided_vs_mtime, !iverd && exp_mtime);
+                        ck_assert_uint_eq(c->extra_vs_mtime, iverd && !exp_mtime);
+                        ck_assert_uint_eq(c->missed_by_mtime, iverd && !exp_mtime && dchg);
+                        ck_assert_uint_eq(c->unchanged_content, iverd && !dchg);
+                        ck_assert_uint_eq(c->atime_rehashes, exp_atime);
+                        ck_assert_uint_eq(c->mtime_rehashes, exp_mtime);
+                        ck_assert_uint_eq(c->bytes_avoided_vs_atime, (!iverd && exp_atime) ? st1.size : 0);
+                        ck_assert_uint_eq(c->bytes_avoided_vs_mtime, (!iverd && exp_mtime) ? st1.size : 0);
+                        ck_assert_uint_eq(c->bytes_hashed, st0.size + (iverd ? st1.size : 0));
+                        iver_ledger_free(l);
+                }
+}
+END_TEST
+
+START_TEST(test_unknown_digest_counts_neither) {
+        IverLedger *l = NULL;
+        ck_assert_int_eq(iver_ledger_new(5, &l), 0);
+        IverStat st0 = base(), st1 = changed(F_CTIME);
+        uint64_t sa, sm;
+        IverVerdict v = iver_ledger_judge(false, 0, 0, true, &st0, &sa, &sm);
+        iver_ledger_account(l, &v, 1, -1, 1, 0, "/f");
+        v = iver_ledger_judge(true, sa, sm, true, &st1, &sa, &sm);
+        iver_ledger_account(l, &v, 1, -1, 1, 0, "/f");
+        const IverLedgerCounters *c = iver_ledger_counters(l);
+        ck_assert_uint_eq(c->extra_vs_mtime, 1);
+        ck_assert_uint_eq(c->missed_by_mtime, 0);
+        ck_assert_uint_eq(c->unchanged_content, 0);
+        iver_ledger_free(l);
+}
+END_TEST
+
+/* One read costs the atime heuristic one re-hash, not one at every later check. */
+START_TEST(test_read_counts_once) {
+        IverLedger *l = NULL;
+        ck_assert_int_eq(iver_ledger_new(5, &l), 0);
+        IverStat st = base();
+        uint64_t sa, sm;
+        IverVerdict v = iver_ledger_judge(false, 0, 0, true, &st, &sa, &sm);
+        iver_ledger_account(l, &v, st.size, -1, st.size, 0, "/f");
+        st.atime += 1; /* a read */
+        for (int i = 0; i < 5; i++) {
+                v = iver_ledger_judge(true, sa, sm, false, &st, &sa, &sm);
+                iver_ledger_account(l, &v, st.size, 0, 0, 0, "/f");
+        }
+        ck_assert_uint_eq(iver_ledger_counters(l)->avoided_vs_atime, 1);
+        ck_assert_uint_eq(iver_ledger_counters(l)->avoided_vs_mtime, 0);
+        ck_assert_uint_eq(iver_ledger_counters(l)->checks, 6);
+        iver_ledger_free(l);
+}
+END_TEST
+
+/* The mtime heuristic's shadow stays where it last re-hashed: a chmod then a
+ * tamper with mtime restored are both invisible to it. */
+START_TEST(test_mtime_shadow_sticks) {
+        IverLedger *l = NULL;
+        ck_assert_int_eq(iver_ledger_new(5, &l), 0);
+        IverStat st = base();
+        uint64_t sa, sm, sm0;
+        IverVerdict v = iver_ledger_judge(false, 0, 0, true, &st, &sa, &sm);
+        iver_ledger_account(l, &v, st.size, -1, st.size, 0, "/f");
+        sm0 = sm;
+        st.ctime += 1; /* chmod */
+        v = iver_ledger_judge(true, sa, sm, true, &st, &sa, &sm);
+        iver_ledger_account(l, &v, st.size, 0, st.size, 0, "/f");
+        ck_assert_uint_eq(sm, sm0);
+        st.ctime += 1; /* content changed, mtime restored */
+        v = iver_ledger_judge(true, sa, sm, true, &st, &sa, &sm);
+        iver_ledger_account(l, &v, st.size, 1, st.size, 0, "/f");
+        const IverLedgerCounters *c = iver_ledger_counters(l);
+        ck_assert_uint_eq(c->extra_vs_mtime, 2);
+        ck_assert_uint_eq(c->missed_by_mtime, 1);
+        ck_assert_uint_eq(c->unchanged_content, 1);
+        iver_ledger_free(l);
+}
+END_TEST
+
+START_TEST(test_top_n) {
+        IverLedger *l = NULL;
+        ck_assert_int_eq(iver_ledger_new(3, &l), 0);
+        char path[32];
+        for (int i = 0; i < 10; i++) {
+                snprintf(path, sizeof(path), "/p%d", i);
+                IverVerdict v = { .iverd = true, .atime = true, .mtime = true };
+                for (int k = 0; k <= i; k++)
+                        iver_ledger_account(l, &v, 100, 1, 100, 0, path);
+        }
+        IverLedgerTop rows[8];
+        unsigned n = iver_ledger_top(l, rows, 8);
+        ck_assert_uint_eq(n, 3);
+        ck_assert_str_eq(rows[0].path, "/p9");
+        ck_assert_uint_eq(rows[0].remeasured, 10);
+        ck_assert_uint_eq(rows[0].bytes_hashed, 1000);
+        ck_assert_str_eq(rows[1].path, "/p8");
+        ck_assert_str_eq(rows[2].path, "/p7");
+        iver_ledger_free(l);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("ledger");
+        TCase *tc = tcase_create("core");
+        tcase_add_test(tc, test_truth_table);
+        tcase_add_test(tc, test_unknown_digest_counts_neither);
+        tcase_add_test(tc, test_read_counts_once);
+        tcase_add_test(tc, test_mtime_shadow_sticks);
+        tcase_add_test(tc, test_top_n);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Version-stable hashing on real files: digests against OpenSSL one-shot,
+ * non-regular files never opened, leases and provisional results. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "iver/measure.h"
+
+static char dir[] = "/tmp/iver-test-measure-XXXXXX";
+static char path[600];
+
+static void setup(void) {
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/f", dir);
+        ck_assert_int_eq(iver_measure_prepare_signals(), 0);
+}
+
+static void teardown(void) {
+        char cmd[700];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        ck_assert_int_eq(system(cmd), 0);
+        strcpy(dir, "/tmp/iver-test-measure-XXXXXX");
+}
+
+static void write_file(const char *p, size_t size, uint8_t seed) {
+        int fd = open(p, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+        ck_assert_int_ge(fd, 0);
+        uint8_t buf[65536];
+        for (size_t off = 0; off < size;) {
+                size_t n = size - off < sizeof(buf) ? size - off : sizeof(buf);
+                for (size_t i = 0; i < n; i++)
+                        buf[i] = (uint8_t) ((off + i) * 31 + seed);
+                ck_assert_int_eq(write(fd, buf, n), (ssize_t) n);
+                off += n;
+        }
+        close(fd);
+}
+
+/* Independent digest: read the whole file into memory, EVP one-shot. */
+static void oneshot(const char *p, const char *algo, uint8_t *out, unsigned *len) {
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(fstat(fd, &st), 0);
+        uint8_t *data = malloc(st.st_size + 1);
+        ck_assert_int_eq(read(fd, data, st.st_size), st.st_size);
+        close(fd);
+        ck_assert_int_eq(EVP_Digest(data, st.st_size, out, len, EVP_get_digestbyname(algo), NULL), 1);
+        free(data);
+}
+
+START_TEST(test_digests_all_algos) {
+        static const size_t sizes[] = { 0, 1, 4095, 131072, 131073, 3 * 1024 * 1024 + 17 };
+        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+                write_file(path, sizes[s], (uint8_t) s);
+                for (IverHashAlgo a = 0; a < _IVER_HASH_MAX; a++) {
+                        if (!iver_hash_algo_available(a))
+                                continue;
+                        IverMeasureOptions o = { .algo = a, .source = IVER_COOKIE_CTIME };
+                        IverMeasurement m;
+                        ck_assert_int_eq(iver_measure(AT_FDCWD, path, &o, &m), 0);
+                        ck_assert_int_eq(m.status, IVER_MEASURE_STABLE);
+                        ck_assert_uint_eq(m.st.size, sizes[s]);
+                        ck_assert_uint_eq(m.bytes_hashed, sizes[s]);
+                        uint8_t want[64];
+                        unsigned wl;
+                        oneshot(path, iver_hash_algo_to_string(a), want, &wl);
+                        ck_assert_uint_eq(m.digest.len, wl);
+                        ck_assert_uint_eq(wl, iver_hash_algo_size(a));
+                        ck_assert_mem_eq(m.digest.bytes, want, wl);
+                }
+        }
+}
+END_TEST
+
+START_TEST(test_fifo_never_blocks) {
+        ck_assert_int_eq(mkfifo(path, 0644), 0);
+        IverMeasureOptions o = { .algo = IVER_HASH_SHA256, .source = IVER_COOKIE_CTIME };
+        IverMeasurement m;
+        alarm(10); /* a blocked open would hang: fail loudly instead */
+        ck_assert_int_eq(iver_measure(AT_FDCWD, path, &o, &m), 0);
+        alarm(0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_NOT_REGULAR);
+}
+END_TEST
+
+START_TEST(test_socket_symlink_dir_device) {
+        IverMeasureOptions o = { .algo = IVER_HASH_SHA256, .source = IVER_COOKIE_CTIME };
+        IverMeasurement m;
+        char p[700];
+
+        /* a symlink to a regular file is not followed */
+        write_file(path, 10, 1);
+        snprintf(p, sizeof(p), "%s/link", dir);
+        ck_assert_int_eq(symlink(path, p), 0);
+        ck_assert_int_eq(iver_measure(AT_FDCWD, p, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_NOT_REGULAR);
+
+        ck_assert_int_eq(iver_measure(AT_FDCWD, dir, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_NOT_REGULAR);
+
+        ck_assert_int_eq(iver_measure(AT_FDCWD, "/dev/null", &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_NOT_REGULAR);
+
+        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", dir);
+        ck_assert_int_eq(bind(s, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        ck_assert_int_eq(iver_measure(AT_FDCWD, sa.sun_path, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_NOT_REGULAR);
+        close(s);
+}
+END_TEST
+
+START_TEST(test_vanished) {
+        IverMeasureOptions o = { .algo = IVER_HASH_SHA256, .source = IVER_COOKIE_CTIME };
+        IverMeasurement m;
+        ck_assert_int_eq(iver_measure(AT_FDCWD, path, &o, &m), -ENOENT);
+}
+END_TEST
+
+START_TEST(test_open_writer_is_provisional) {
+        write_file(path, 1000, 3);
+        int w = open(path, O_WRONLY | O_CLOEXEC);
+        ck_assert_int_ge(w, 0);
+        IverMeasureOptions o = { .algo = IVER_HASH_SHA256, .source = IVER_COOKIE_CTIME };
+        IverMeasurement m;
+        ck_assert_int_eq(iver_measure(AT_FDCWD, path, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_PROVISIONAL);
+        close(w);
+        ck_assert_int_eq(iver_measure(AT_FDCWD, path, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_STABLE);
+}
+END_TEST
+
+START_TEST(test_sigio_default_no_lease) {
+        /* With SIGIO at its default a lease break would kill us: no lease. */
+        signal(SIGIO, SIG_DFL);
+        write_file(path, 1000, 3);
+        IverMeasureOptions o = { .algo = IVER_HASH_SHA256, .source = IVER_COOKIE_CTIME };
+        IverMeasurement m;
+        ck_assert_int_eq(iver_measure(AT_FDCWD, path, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_PROVISIONAL);
+}
+END_TEST
+
+START_TEST(test_writer_during_hash_breaks_lease) {
+        /* A child opens the file for writing while we hash 256 MiB: its open
+         * breaks our lease; we must give up that attempt and never return the
+         * old digest as stable under the new content. */
+        const size_t size = 256U << 20;
+        write_file(path, size, 1);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                usleep(20000);
+                int fd = open(path, O_WRONLY | O_CLOEXEC); /* waits for the lease holder */
+                if (fd < 0)
+                        _exit(2);
+                char b = 'X';
+                if (pwrite(fd, &b, 1, (off_t) (size / 2)) != 1)
+                        _exit(3);
+                close(fd);
+                _exit(0);
+        }
+        IverMeasureOptions o = { .algo = IVER_HASH_SHA256, .source = IVER_COOKIE_CTIME };
+        IverMeasurement m;
+        ck_assert_int_eq(iver_measure(AT_FDCWD, path, &o, &m), 0);
+        int status;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        fprintf(stderr, "writer during hash: %s after %u attempt(s), lease broken: %s\n",
+                iver_measure_status_to_string(m.status), m.attempts, m.lease_broken ? "yes" : "no");
+        /* the writer's open came while we held the lease: it must have broken it */
+        ck_assert(m.lease_broken);
+        if (m.status == IVER_MEASURE_STABLE) {
+                /* a stable digest must be that of the content under its cookie */
+                struct statx sx;
+                ck_assert_int_eq(statx(AT_FDCWD, path, 0, STATX_CTIME, &sx), 0);
+                int64_t ct = sx.stx_ctime.tv_sec * 1000000000LL + sx.stx_ctime.tv_nsec;
+                if (ct == m.st.ctime) {
+                        uint8_t want[64];
+                        unsigned wl;
+                        oneshot(path, "sha256", want, &wl);
+                        ck_assert_mem_eq(m.digest.bytes, want, wl);
+                }
+        }
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("measure");
+        TCase *tc = tcase_create("files");
+        tcase_set_timeout(tc, 120);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_digests_all_algos);
+        tcase_add_test(tc, test_fifo_never_blocks);
+        tcase_add_test(tc, test_socket_symlink_dir_device);
+        tcase_add_test(tc, test_vanished);
+        tcase_add_test(tc, test_open_writer_is_provisional);
+        tcase_add_test(tc, test_sigio_default_no_lease);
+        tcase_add_test(tc, test_writer_during_hash_breaks_lease);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
