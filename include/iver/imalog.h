@@ -33,7 +33,10 @@
  * What round-trips: binary — every path (any byte but NUL), every signature.
  * ASCII — like the kernel we print the path raw (%s): paths with spaces
  * round-trip (the path ends at the last field separator), paths containing
- * '\n' do not (the line breaks) and are refused by the ASCII encoder. */
+ * '\n' do not: the kernel prints the raw byte and so do we; the ASCII parser
+ * then rejects the broken line (its template digest does not match the
+ * fragment), so such a list cannot be read back from ASCII but cannot be
+ * forged through it either. Use the binary list for anything that matters. */
 
 #define IVER_IMA_TEMPLATE_DIGEST_SIZE 20   /* SHA-1, as the list stores it */
 #define IVER_IMA_NAME_MAX 255              /* template name length we accept */
@@ -110,7 +113,7 @@ int iver_imalog_entry_to_binary(const IverImaEntry *e, uint8_t *buf, size_t size
 int iver_imalog_entry_from_binary(const uint8_t *buf, size_t size, IverImaEntry **ret);
 
 /* ASCII line with the trailing '\n', NUL-terminated (ret_len excludes the NUL).
- * -EINVAL if the path holds '\n' (the kernel would print a broken line). */
+ * The path is printed raw, as the kernel does (see above for '\n'). */
 int iver_imalog_entry_to_ascii(const IverImaEntry *e, char **ret, size_t *ret_len);
 /* Parse one line (with or without its '\n'); checks the template digest.
  * Leading spaces before the PCR are allowed ("%2d"). -EBADMSG on bad syntax. */
@@ -165,7 +168,7 @@ IverImaFormat iver_imalog_format_detect(const uint8_t *buf, size_t size);
 
 /* Read a whole list file (either format, detected), strict: a torn tail is
  * -EBADMSG too. For `iverctl log` / `iverctl verify`. */
-int iver_imalog_load(IverImaLog *l, const char *path);
+int iver_imalog_load(const char *path, IverImaLog **ret);
 /* Write the whole list to path (atomically: temp file + rename). */
 int iver_imalog_save(const IverImaLog *l, const char *path, IverImaFormat format);
 
@@ -173,12 +176,13 @@ int iver_imalog_save(const IverImaLog *l, const char *path, IverImaFormat format
  * write-ahead) and its ASCII twin in dir. */
 typedef struct IverImaFile IverImaFile;
 
-/* Open (creating dir's files if missing) and read the binary list back into
- * l (no dedup, the order kept). A torn trailing record left by a crash is cut
- * off (never a complete record): *ret_truncated receives the bytes dropped.
- * A corrupt record before the tail is -EBADMSG and nothing is changed. The
- * ASCII twin is rewritten from the binary list. */
-int iver_imalog_file_open(const char *dir, IverImaLog *l, IverImaFile **ret, size_t *ret_truncated);
+/* Open (creating the files in dir if missing) and read the binary list back
+ * into a new list (no dedup, the order kept). A torn trailing record left by a
+ * crash — a record that ends past EOF, or a tail of zero bytes — is cut off;
+ * a complete record never is: *ret_truncated (optional) receives the bytes
+ * dropped. A corrupt record that is not such a tail is -EBADMSG and nothing
+ * is changed. The ASCII twin is rebuilt from the binary list. */
+int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, IverImaLog **ret_log, size_t *ret_truncated);
 IverImaFile *iver_imalog_file_free(IverImaFile *f);
 static inline void iver_imalog_file_freep(IverImaFile **f) {
         if (*f)

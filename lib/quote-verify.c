@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Verification of a quote bundle with OpenSSL alone: no TPM and no tpm2-tss,
+ * so a verifier needs nothing but libcrypto. TPM structures are big-endian
+ * (TPM 2.0 Part 2); they are parsed here with explicit lengths. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <openssl/bio.h>
+#include <openssl/ecdsa.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include "digest-internal.h"
+#include "iver/imalog.h"
+#include "iver/tpm.h"
+#include "macro.h"
+
+#define TPM_GENERATED_VALUE 0xff544347u
+#define TPM_ST_ATTEST_QUOTE 0x8018
+#define TPM_ALG_SHA1 0x0004
+#define TPM_ALG_SHA256 0x000b
+#define TPM_ALG_SHA384 0x000c
+#define TPM_ALG_SHA512 0x000d
+#define TPM_ALG_RSASSA 0x0014
+#define TPM_ALG_ECDSA 0x0018
+#define QUOTE_MAX_BANKS 16
+#define LIST_MAX (256u << 20)
+
+typedef struct Reader {
+        const uint8_t *p, *end;
+        bool bad;
+} Reader;
+
+static const uint8_t *take(Reader *r, size_t n) {
+        if (r->bad || (size_t) (r->end - r->p) < n) {
+                r->bad = true;
+                return NULL;
+        }
+        const uint8_t *p = r->p;
+        r->p += n;
+        return p;
+}
+
+static uint32_t be(Reader *r, size_t n) {
+        const uint8_t *p = take(r, n);
+        uint32_t v = 0;
+        for (size_t i = 0; p && i < n; i++)
+                v = v << 8 | p[i];
+        return v;
+}
+
+/* TPM2B: u16 size, bytes. */
+static const uint8_t *tpm2b(Reader *r, size_t *ret_len) {
+        size_t n = be(r, 2);
+        *ret_len = n;
+        return take(r, n);
+}
+
+static IverHashAlgo algo_from_tpm(uint32_t id) {
+        switch (id) {
+        case TPM_ALG_SHA1: return IVER_HASH_SHA1;
+        case TPM_ALG_SHA256: return IVER_HASH_SHA256;
+        case TPM_ALG_SHA384: return IVER_HASH_SHA384;
+        case TPM_ALG_SHA512: return IVER_HASH_SHA512;
+        default: return _IVER_HASH_INVALID;
+        }
+}
+
+static IverHashAlgo algo_from_size(size_t n) {
+        switch (n) {
+        case 20: return IVER_HASH_SHA1;
+        case 32: return IVER_HASH_SHA256;
+        case 48: return IVER_HASH_SHA384;
+        case 64: return IVER_HASH_SHA512;
+        default: return _IVER_HASH_INVALID;
+        }
+}
+
+typedef struct Attest {
+        const uint8_t *extra;
+        size_t extra_len;
+        size_t n_banks;
+        IverHashAlgo banks[QUOTE_MAX_BANKS];
+        uint32_t pcr_mask[QUOTE_MAX_BANKS];
+        const uint8_t *pcr_digest;
+        size_t pcr_digest_len;
+} Attest;
+
+/* TPMS_ATTEST of type quote. */
+static int parse_attest(const uint8_t *msg, size_t len, Attest *a, char *err, size_t errsz) {
+        Reader r = { .p = msg, .end = msg + len };
+        size_t n;
+
+        *a = (Attest) {};
+        if (be(&r, 4) != TPM_GENERATED_VALUE)
+                return snprintf(err, errsz, "quote.msg: bad magic"), -EBADMSG;
+        if (be(&r, 2) != TPM_ST_ATTEST_QUOTE)
+                return snprintf(err, errsz, "quote.msg: not a quote"), -EBADMSG;
+        (void) tpm2b(&r, &n);                   /* qualifiedSigner */
+        a->extra = tpm2b(&r, &a->extra_len);    /* extraData */
+        (void) take(&r, 8 + 4 + 4 + 1);         /* clockInfo */
+        (void) take(&r, 8);                     /* firmwareVersion */
+        uint32_t count = be(&r, 4);
+        if (count == 0 || count > QUOTE_MAX_BANKS)
+                return snprintf(err, errsz, "quote.msg: bad PCR selection count %u", count), -EBADMSG;
+        for (uint32_t i = 0; i < count && !r.bad; i++) {
+                uint32_t alg = be(&r, 2), size = be(&r, 1);
+                const uint8_t *bits = take(&r, size);
+                if (size > 4)
+                        return snprintf(err, errsz, "quote.msg: bad sizeofSelect"), -EBADMSG;
+                a->banks[i] = algo_from_tpm(alg);
+                if (a->banks[i] < 0)
+                        return snprintf(err, errsz, "quote.msg: unsupported PCR bank 0x%04x", alg), -EOPNOTSUPP;
+                for (uint32_t j = 0; bits && j < size; j++)
+                        a->pcr_mask[i] |= (uint32_t) bits[j] << (8 * j);
+        }
+        a->n_banks = count;
+        a->pcr_digest = tpm2b(&r, &a->pcr_digest_len);
+        if (r.bad || r.p != r.end)
+                return snprintf(err, errsz, "quote.msg: truncated or trailing bytes"), -EBADMSG;
+        return 0;
+}
+
+static int verify_signature(const char *pem, size_t pem_len, const uint8_t *msg, size_t msg_len,
+                            const uint8_t *sig, size_t sig_len, char *err, size_t errsz) {
+        Reader r = { .p = sig, .end = sig + sig_len };
+        EVP_PKEY *pkey = NULL;
+        EVP_MD_CTX *ctx = NULL;
+        ECDSA_SIG *es = NULL;
+        BIGNUM *br = NULL, *bs = NULL;
+        uint8_t *der = NULL;
+        const uint8_t *raw;
+        size_t raw_len = 0;
+        int der_len = 0, k = -EBADMSG;
+
+        uint32_t alg = be(&r, 2), hash = be(&r, 2);
+        IverHashAlgo h = algo_from_tpm(hash);
+        if (r.bad || h < 0) {
+                snprintf(err, errsz, "quote.sig: malformed or unsupported hash");
+                goto out;
+        }
+        if (alg == TPM_ALG_ECDSA) {
+                size_t rl, sl;
+                const uint8_t *rp = tpm2b(&r, &rl), *sp = tpm2b(&r, &sl);
+                if (r.bad || r.p != r.end) {
+                        snprintf(err, errsz, "quote.sig: malformed ECDSA signature");
+                        goto out;
+                }
+                es = ECDSA_SIG_new();
+                br = BN_bin2bn(rp, rl, NULL);
+                bs = BN_bin2bn(sp, sl, NULL);
+                if (!es || !br || !bs || ECDSA_SIG_set0(es, br, bs) != 1) {
+                        k = -ENOMEM;
+                        goto out;
+                }
+                br = bs = NULL;
+                der_len = i2d_ECDSA_SIG(es, &der);
+                if (der_len <= 0) {
+                        k = -ENOMEM;
+                        goto out;
+                }
+                raw = der;
+                raw_len = der_len;
+        } else if (alg == TPM_ALG_RSASSA) {
+                raw = tpm2b(&r, &raw_len);
+                if (r.bad || r.p != r.end) {
+                        snprintf(err, errsz, "quote.sig: malformed RSASSA signature");
+                        goto out;
+                }
+        } else {
+                snprintf(err, errsz, "quote.sig: unsupported signature scheme 0x%04x", alg);
+                goto out;
+        }
+
+        BIO *bio = BIO_new_mem_buf(pem, (int) pem_len);
+        if (bio) {
+                pkey = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
+                BIO_free(bio);
+        }
+        if (!pkey) {
+                snprintf(err, errsz, "AK: not a PEM public key");
+                goto out;
+        }
+        ctx = EVP_MD_CTX_new();
+        if (!ctx) {
+                k = -ENOMEM;
+                goto out;
+        }
+        if (EVP_DigestVerifyInit(ctx, NULL, iver_hash_algo_md(h), NULL, pkey) != 1 ||
+            EVP_DigestVerify(ctx, raw, raw_len, msg, msg_len) != 1) {
+                snprintf(err, errsz, "signature does not verify with the AK");
+                k = -EKEYREJECTED;
+                goto out;
+        }
+        k = 0;
+out:
+        EVP_MD_CTX_free(ctx);
+        EVP_PKEY_free(pkey);
+        OPENSSL_free(der);
+        ECDSA_SIG_free(es);
+        BN_free(br);
+        BN_free(bs);
+        return k;
+}
+
+static void fail(IverQuoteReport *rep, unsigned bit, const char *fmt, ...) {
+        rep->failed |= bit;
+        if (rep->message[0])
+                return;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(rep->message, sizeof(rep->message), fmt, ap);
+        va_end(ap);
+}
+
+int iver_quote_verify(const char *ak_pem, size_t ak_pem_len,
+                      const uint8_t *msg, size_t msg_len,
+                      const uint8_t *sig, size_t sig_len,
+                      const uint8_t *pcrs, size_t pcrs_len,
+                      const uint8_t *nonce, size_t nonce_len,
+                      const uint8_t *list, size_t list_len,
+                      IverQuoteReport *ret) {
+        IverQuoteReport rep = {};
+        char err[200] = "";
+        Attest a;
+        int r;
+
+        if (!ak_pem || !msg || !sig)
+                fail(&rep, IVER_QUOTE_BAD_FORMAT, "missing AK, quote.msg or quote.sig");
+        else {
+                r = verify_signature(ak_pem, ak_pem_len, msg, msg_len, sig, sig_len, err, sizeof(err));
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        fail(&rep, r == -EKEYREJECTED ? IVER_QUOTE_BAD_SIGNATURE : IVER_QUOTE_BAD_FORMAT, "%s", err);
+        }
+        if (!msg || parse_attest(msg, msg_len, &a, err, sizeof(err)) < 0) {
+                fail(&rep, IVER_QUOTE_BAD_FORMAT, "%s", msg ? err : "missing quote.msg");
+                *ret = rep;
+                return 0;
+        }
+
+        if (a.extra_len != nonce_len || (nonce_len > 0 && memcmp(a.extra, nonce, nonce_len) != 0))
+                fail(&rep, IVER_QUOTE_BAD_NONCE, "nonce mismatch: the quote was made for another nonce");
+
+        /* pcrs.out must have one digest for every selected (bank, PCR), in order. */
+        size_t want = 0;
+        for (size_t b = 0; b < a.n_banks; b++) {
+                rep.bank_mask |= IVER_TPM_BANK(a.banks[b]);
+                rep.pcr_mask |= a.pcr_mask[b];
+                want += iver_hash_algo_size(a.banks[b]) * __builtin_popcount(a.pcr_mask[b]);
+        }
+        IverHashAlgo dh = algo_from_size(a.pcr_digest_len);
+        uint8_t h[IVER_DIGEST_MAX];
+        bool pcrs_ok = false;
+        if (!pcrs || pcrs_len != want)
+                fail(&rep, IVER_QUOTE_BAD_PCRS, "PCR values: %zu bytes, the selection needs %zu", pcrs ? pcrs_len : 0, want);
+        else if (dh < 0 || EVP_Digest(pcrs, pcrs_len, h, NULL, iver_hash_algo_md(dh), NULL) != 1 ||
+                 memcmp(h, a.pcr_digest, a.pcr_digest_len) != 0)
+                fail(&rep, IVER_QUOTE_BAD_PCRS, "PCR values do not match the quoted PCR digest");
+        else
+                pcrs_ok = true;
+
+        if (list) {
+                _cleanup_(iver_imalog_freep) IverImaLog *l = NULL;
+                size_t used = 0;
+
+                r = iver_imalog_new(&l);
+                if (r < 0)
+                        return r;
+                r = iver_imalog_parse_binary(l, list, list_len, &used);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0 || used != list_len) {
+                        fail(&rep, IVER_QUOTE_BAD_LIST, "measurement list corrupt at entry %zu (%s)",
+                             iver_imalog_size(l), r < 0 ? strerror(-r) : "truncated");
+                } else if (!pcrs_ok)
+                        fail(&rep, IVER_QUOTE_BAD_REPLAY, "replay not checked: PCR values not trusted");
+                else {
+                        rep.list_entries = iver_imalog_size(l);
+                        rep.matched_prefix = SIZE_MAX;
+                        for (unsigned pcr = 0; pcr < 32; pcr++) {
+                                IverDigest values[QUOTE_MAX_BANKS];
+                                size_t nv = 0, off = 0, prefix;
+
+                                for (size_t b = 0; b < a.n_banks; b++) {
+                                        size_t ds = iver_hash_algo_size(a.banks[b]);
+                                        for (unsigned p = 0; p < 32; p++) {
+                                                if (!(a.pcr_mask[b] & (1u << p)))
+                                                        continue;
+                                                if (p == pcr) {
+                                                        values[nv] = (IverDigest) { .algo = a.banks[b], .len = ds };
+                                                        memcpy(values[nv++].bytes, pcrs + off, ds);
+                                                }
+                                                off += ds;
+                                        }
+                                }
+                                if (nv == 0)
+                                        continue;
+                                r = iver_imalog_match_prefix(l, pcr, values, nv, &prefix);
+                                if (r == -ENOMEM)
+                                        return r;
+                                if (r < 0) {
+                                        fail(&rep, IVER_QUOTE_BAD_REPLAY,
+                                             "no prefix of the list (%zu entries) replays to the quoted PCR %u",
+                                             rep.list_entries, pcr);
+                                        break;
+                                }
+                                if (prefix < rep.matched_prefix)
+                                        rep.matched_prefix = prefix;
+                        }
+                        if (rep.matched_prefix == SIZE_MAX)
+                                rep.matched_prefix = 0;
+                }
+        }
+        *ret = rep;
+        return 0;
+}
+
+static int read_file_at(int dir_fd, const char *name, size_t max, uint8_t **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
+        _cleanup_free_ uint8_t *buf = NULL;
+        struct stat st;
+        size_t n = 0;
+
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size > max)
+                return -EFBIG;
+        buf = malloc((size_t) st.st_size + 1);
+        if (!buf)
+                return -ENOMEM;
+        while (n < (size_t) st.st_size) {
+                ssize_t k = read(fd, buf + n, st.st_size - n);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return negative_errno();
+                if (k == 0)
+                        break;
+                n += k;
+        }
+        buf[n] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = n;
+        return 0;
+}
+
+int iver_quote_verify_dir(const char *dir, const char *ak_pem_path, const uint8_t *nonce, size_t nonce_len,
+                          IverQuoteReport *ret) {
+        _cleanup_free_ uint8_t *ak = NULL, *msg = NULL, *sig = NULL, *pcrs = NULL, *list = NULL;
+        size_t ak_len = 0, msg_len = 0, sig_len = 0, pcrs_len = 0, list_len = 0;
+        IverQuoteReport rep;
+        int r, rl;
+
+        _cleanup_close_ int dir_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (dir_fd < 0)
+                return negative_errno();
+        if (ak_pem_path)
+                r = read_file_at(AT_FDCWD, ak_pem_path, 1 << 16, &ak, &ak_len);
+        else
+                r = read_file_at(dir_fd, IVER_QUOTE_AK_FILE, 1 << 16, &ak, &ak_len);
+        if (r == -ENOMEM)
+                return r;
+        (void) read_file_at(dir_fd, IVER_QUOTE_MSG_FILE, 1 << 16, &msg, &msg_len);
+        (void) read_file_at(dir_fd, IVER_QUOTE_SIG_FILE, 1 << 16, &sig, &sig_len);
+        (void) read_file_at(dir_fd, IVER_QUOTE_PCRS_FILE, 1 << 16, &pcrs, &pcrs_len);
+        rl = read_file_at(dir_fd, IVER_QUOTE_LIST_FILE, LIST_MAX, &list, &list_len);
+
+        r = iver_quote_verify((const char *) ak, ak_len, msg, msg_len, sig, sig_len, pcrs, pcrs_len, nonce,
+                              nonce_len, list, list_len, &rep);
+        if (r < 0)
+                return r;
+        if (rl < 0)
+                fail(&rep, IVER_QUOTE_BAD_LIST, "%s: %s", IVER_QUOTE_LIST_FILE, strerror(-rl));
+        *ret = rep;
+        return 0;
+}
