@@ -218,28 +218,31 @@ uint32_t iver_cache_find_path(const IverCache *c, const char *path, size_t len) 
 void iver_cache_get(const IverCache *c, uint32_t idx, IverEntry *ret) {
         assert(idx < c->n);
         const CacheEntry *e = entry(c, idx);
-        IverEntry r = {
-                .id = { .dev = e->dev, .ino = e->ino, .gen = e->gen },
-                .source = (IverCookieSource) e->source,
-                .version = e->version,
-                .size = e->size,
-                .atime = e->atime,
-                .mtime = e->mtime,
-                .ctime = e->ctime,
-                .mode = e->mode,
-                .uid = e->uid,
-                .gid = e->gid,
-                .flags = e->flags,
-                .shadow_atime = e->shadow_atime,
-                .shadow_mtime = e->shadow_mtime,
-                .digest.algo = _IVER_HASH_INVALID,
-        };
+        /* field by field: this is on the hit path, and zeroing the whole
+         * struct (64-byte digest buffer included) costs more than the lookup */
+        ret->id.dev = e->dev;
+        ret->id.ino = e->ino;
+        ret->id.gen = e->gen;
+        ret->source = (IverCookieSource) e->source;
+        ret->version = e->version;
+        ret->size = e->size;
+        ret->atime = e->atime;
+        ret->mtime = e->mtime;
+        ret->ctime = e->ctime;
+        ret->mode = e->mode;
+        ret->uid = e->uid;
+        ret->gid = e->gid;
+        ret->flags = e->flags;
+        ret->shadow_atime = e->shadow_atime;
+        ret->shadow_mtime = e->shadow_mtime;
         if (e->flags & IVER_ENTRY_MEASURED) {
-                r.digest.algo = (IverHashAlgo) e->algo;
-                r.digest.len = (uint8_t) iver_hash_algo_size(r.digest.algo);
-                memcpy(r.digest.bytes, iver_arena_at(&c->digests, e->digest_off), r.digest.len);
+                ret->digest.algo = (IverHashAlgo) e->algo;
+                ret->digest.len = (uint8_t) iver_hash_algo_size(ret->digest.algo);
+                memcpy(ret->digest.bytes, iver_arena_at(&c->digests, e->digest_off), ret->digest.len);
+        } else {
+                ret->digest.algo = _IVER_HASH_INVALID;
+                ret->digest.len = 0;
         }
-        *ret = r;
 }
 
 IverCookie iver_cache_cookie(const IverCache *c, uint32_t idx) {

@@ -80,20 +80,23 @@ void iver_check_forget(IverContext *ctx, const char *path) {
 /* The previous observation the heuristics compare against: this inode when
  * it is the same file (any path: hard links and renames keep their entry),
  * else whatever was recorded at this path (rename-over, delete+create).
- * *ret_same tells whether it is this very file. */
-static uint32_t find_prev(const IverContext *ctx, const IverStat *st, const char *path, bool *ret_same) {
+ * *ret_same tells whether it is this very file; *ret_entry gets a copy. */
+static uint32_t find_prev(const IverContext *ctx, const IverStat *st, const char *path, bool *ret_same,
+                          IverEntry *ret_entry) {
         uint32_t idx = iver_cache_find_inode(ctx->cache, st->dev, st->ino);
         if (idx != IVER_CACHE_NONE) {
-                IverEntry e;
-                iver_cache_get(ctx->cache, idx, &e);
+                iver_cache_get(ctx->cache, idx, ret_entry);
                 /* without btime the generation is only checked when hashing */
-                if (e.id.gen == st->gen || !st->has_btime) {
+                if (ret_entry->id.gen == st->gen || !st->has_btime) {
                         *ret_same = true;
                         return idx;
                 }
         }
         *ret_same = false;
-        return iver_cache_find_path(ctx->cache, path, strlen(path));
+        idx = iver_cache_find_path(ctx->cache, path, strlen(path));
+        if (idx != IVER_CACHE_NONE)
+                iver_cache_get(ctx->cache, idx, ret_entry);
+        return idx;
 }
 
 static IverCookieSource source_for(IverContext *ctx, int dirfd, const char *path, IverStat *st) {
@@ -110,6 +113,21 @@ static IverCookieSource source_for(IverContext *ctx, int dirfd, const char *path
         return s;
 }
 
+/* Everything but the digest bytes: zeroing those costs more than the lookup. */
+static void outcome_reset(IverCheckOutcome *out) {
+        out->result = IVER_CHECK_ERROR;
+        out->error = 0;
+        out->verdict = (IverVerdict) {};
+        out->measure_status = _IVER_MEASURE_INVALID;
+        out->provisional = out->digest_changed = false;
+        out->digest.algo = _IVER_HASH_INVALID;
+        out->digest.len = 0;
+        out->cookie = (IverCookie) { .source = _IVER_COOKIE_INVALID };
+        out->id = (IverIdentity) {};
+        out->idx = IVER_CACHE_NONE;
+        out->bytes_hashed = 0;
+}
+
 int iver_check_begin(IverContext *ctx, int dirfd, const char *path, IverHashAlgo algo, IverPending *pending,
                      IverCheckOutcome *out) {
         IverStat st;
@@ -117,7 +135,7 @@ int iver_check_begin(IverContext *ctx, int dirfd, const char *path, IverHashAlgo
 
         if (algo < 0 || algo >= _IVER_HASH_MAX)
                 algo = ctx->opt.algo;
-        *out = (IverCheckOutcome) { .idx = IVER_CACHE_NONE };
+        outcome_reset(out);
 
         r = iver_stat(ctx->opt.statx, dirfd, path, iver_cookie_table_wants_version(ctx->cookies), &st);
         if (r < 0) {
@@ -137,13 +155,13 @@ int iver_check_begin(IverContext *ctx, int dirfd, const char *path, IverHashAlgo
         IverCookieSource source = source_for(ctx, dirfd, path, &st);
         IverCookie cookie = iver_cookie_from_stat(source, &st);
         bool same;
-        uint32_t idx = find_prev(ctx, &st, path, &same);
+        IverEntry e;
+        uint32_t idx = find_prev(ctx, &st, path, &same, &e);
 
         out->cookie = cookie;
         if (idx != IVER_CACHE_NONE && same) {
-                IverEntry e;
-                iver_cache_get(ctx->cache, idx, &e);
-                IverCookie old = iver_cache_cookie(ctx->cache, idx);
+                IverCookie old = { .source = e.source, .ctime = e.ctime, .mtime = e.mtime, .size = e.size,
+                                   .version = e.version };
                 bool hit = (e.flags & (IVER_ENTRY_MEASURED | IVER_ENTRY_PROVISIONAL | IVER_ENTRY_RACY |
                                        IVER_ENTRY_UNSTABLE)) == IVER_ENTRY_MEASURED &&
                            e.digest.algo == algo && iver_cookie_equal(&old, &cookie);
@@ -200,10 +218,8 @@ int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pen
          * look the previous observation up again, for the file we hashed. */
         const IverStat *st = &m->st;
         bool same;
-        uint32_t prev = find_prev(ctx, st, path, &same);
         IverEntry old = { .digest.algo = _IVER_HASH_INVALID };
-        if (prev != IVER_CACHE_NONE)
-                iver_cache_get(ctx->cache, prev, &old);
+        uint32_t prev = find_prev(ctx, st, path, &same, &old);
 
         uint64_t sa, sm;
         IverVerdict v = iver_ledger_judge(prev != IVER_CACHE_NONE, old.shadow_atime, old.shadow_mtime, true, st, &sa,

@@ -195,6 +195,7 @@ struct IverCookieTable {
         CookieFs *fs;
         unsigned n_fs, allocated;
         unsigned last;          /* index of the last hit: checks come in runs per fs */
+        bool wants_version;     /* some filesystem uses the seed ABI */
 };
 
 int iver_cookie_table_new(IverVersionMode mode, iver_statx_fn fn, const IverKernelInfo *kernel, IverCookieTable **ret) {
@@ -230,10 +231,7 @@ IverCookieTable *iver_cookie_table_free(IverCookieTable *t) {
 }
 
 bool iver_cookie_table_wants_version(const IverCookieTable *t) {
-        for (unsigned i = 0; i < t->n_fs; i++)
-                if (t->fs[i].source == IVER_COOKIE_STATX_VERSION)
-                        return true;
-        return false;
+        return t->wants_version;
 }
 
 IverCookieSource iver_cookie_table_peek(const IverCookieTable *t, uint32_t dev) {
@@ -307,6 +305,7 @@ IverCookieSource iver_cookie_table_source(IverCookieTable *t, uint32_t dev, int 
                 t->allocated = n;
         }
         t->fs[t->n_fs] = (CookieFs) { .dev = dev, .source = s, .magic = magic };
+        t->wants_version |= s == IVER_COOKIE_STATX_VERSION;
         t->last = t->n_fs++;
         return s;
 }

@@ -52,7 +52,7 @@ static int do_stat(iver_statx_fn fn, int dirfd, const char *path, int flags, boo
         struct statx sx;
         unsigned mask = IVER_STATX_MASK | (want_ino_version ? IVER_STATX_INO_VERSION : 0);
 
-        memset(&sx, 0, sizeof(sx));
+        /* no memset: the kernel writes the whole struct */
         if ((fn ?: statx)(dirfd, path, flags | AT_SYMLINK_NOFOLLOW | AT_STATX_SYNC_AS_STAT, mask, &sx) < 0)
                 return negative_errno();
         iver_stat_from_statx(&sx, ret);
