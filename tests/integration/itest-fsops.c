@@ -59,6 +59,7 @@ typedef struct Op {
         int (*run)(const char *path, Row *row);   /* 0 done, 1 n/a, -errno failure */
         Expect expect;
         LedgerExpect ledger;
+        const char *blind_fs;  /* filesystem where the kernel moves no timestamp: a known gap */
 } Op;
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -253,7 +254,9 @@ static int op_append(const char *path, Row *row) {
         return pwrite_path(path, O_WRONLY | O_APPEND, 0, 1000, 102);
 }
 
-static int op_mmap(const char *path, Row *row) {
+/* Store through a fresh shared mapping, msync. load_first: read the page
+ * before storing to it (a read-modify-write, as most programs do). */
+static int do_mmap(const char *path, bool load_first) {
         int fd = open(path, O_RDWR | O_CLOEXEC), r = 0;
         if (fd < 0)
                 return -errno;
@@ -263,13 +266,24 @@ static int op_mmap(const char *path, Row *row) {
                 close(fd);
                 return r;
         }
-        for (size_t i = 0; i < 64; i++)
-                p[12345 + i] ^= 0x5a;
+        if (load_first)
+                for (size_t i = 0; i < 64; i++)
+                        p[12345 + i] ^= 0x5a;
+        else
+                memset(p + 12345, 0x5a, 64);
         if (msync(p, FILE_SIZE, MS_SYNC) < 0)
                 r = -errno;
         munmap(p, FILE_SIZE);
         close(fd);
         return r;
+}
+
+static int op_mmap(const char *path, Row *row) {
+        return do_mmap(path, false);
+}
+
+static int op_mmap_rmw(const char *path, Row *row) {
+        return do_mmap(path, true);
 }
 
 static int op_odirect(const char *path, Row *row) {
@@ -452,24 +466,28 @@ static int op_reuse(const char *path, Row *row) {
 }
 
 static const Op ops[] = {
-        { "read",                  NULL,              op_read,         EXP_HIT,    L_AVOID_ATIME },
-        { "open-no-read",          NULL,              op_open,         EXP_HIT,    L_NONE },
-        { "write",                 NULL,              op_write,        EXP_REHASH, L_CONTENT },
-        { "append",                NULL,              op_append,       EXP_REHASH, L_CONTENT },
-        { "mmap-write+msync",      NULL,              op_mmap,         EXP_REHASH, L_CONTENT },
-        { "O_DIRECT-write",        NULL,              op_odirect,      EXP_REHASH, L_CONTENT },
-        { "truncate-shrink",       NULL,              op_trunc_shrink, EXP_REHASH, L_CONTENT },
-        { "truncate-extend",       NULL,              op_trunc_extend, EXP_REHASH, L_CONTENT },
-        { "punch-hole",            NULL,              op_punch,        EXP_REHASH, L_CONTENT },
-        { "chmod",                 NULL,              op_chmod,        EXP_REHASH, L_EXTRA_UNCHANGED },
-        { "chown",                 NULL,              op_chown,        EXP_REHASH, L_EXTRA_UNCHANGED },
-        { "setxattr",              NULL,              op_setxattr,     EXP_REHASH, L_EXTRA_UNCHANGED },
-        { "removexattr",           setup_removexattr, op_removexattr,  EXP_REHASH, L_EXTRA_UNCHANGED },
-        { "write+restore-times",   NULL,              op_tamper,       EXP_REHASH, L_MISSED },
-        { "rename-over-same-mtime", setup_rename,     op_rename,       EXP_REHASH, L_MISSED },
-        { "hard-link",             NULL,              op_link,         EXP_REHASH, L_EXTRA_UNCHANGED },
-        { "reflink-FICLONE",       setup_reflink,     op_reflink,      EXP_REHASH, L_CONTENT },
-        { "delete+reuse-ino",      NULL,              op_reuse,        EXP_REHASH, L_INFO },
+        { "read",                  NULL,              op_read,         EXP_HIT,    L_AVOID_ATIME, NULL },
+        { "open-no-read",          NULL,              op_open,         EXP_HIT,    L_NONE, NULL },
+        { "write",                 NULL,              op_write,        EXP_REHASH, L_CONTENT, NULL },
+        { "append",                NULL,              op_append,       EXP_REHASH, L_CONTENT, NULL },
+        { "mmap-write+msync",      NULL,              op_mmap,         EXP_REHASH, L_CONTENT, NULL },
+        /* tmpfs has no page_mkwrite: a read fault maps the page writable, the
+         * store after it faults no more and no timestamp ever moves. No
+         * cookie can see that; only a close-after-write trigger can. */
+        { "mmap-load+store+msync", NULL,              op_mmap_rmw,     EXP_REHASH, L_CONTENT, "tmpfs" },
+        { "O_DIRECT-write",        NULL,              op_odirect,      EXP_REHASH, L_CONTENT, NULL },
+        { "truncate-shrink",       NULL,              op_trunc_shrink, EXP_REHASH, L_CONTENT, NULL },
+        { "truncate-extend",       NULL,              op_trunc_extend, EXP_REHASH, L_CONTENT, NULL },
+        { "punch-hole",            NULL,              op_punch,        EXP_REHASH, L_CONTENT, NULL },
+        { "chmod",                 NULL,              op_chmod,        EXP_REHASH, L_EXTRA_UNCHANGED, NULL },
+        { "chown",                 NULL,              op_chown,        EXP_REHASH, L_EXTRA_UNCHANGED, NULL },
+        { "setxattr",              NULL,              op_setxattr,     EXP_REHASH, L_EXTRA_UNCHANGED, NULL },
+        { "removexattr",           setup_removexattr, op_removexattr,  EXP_REHASH, L_EXTRA_UNCHANGED, NULL },
+        { "write+restore-times",   NULL,              op_tamper,       EXP_REHASH, L_MISSED, NULL },
+        { "rename-over-same-mtime", setup_rename,     op_rename,       EXP_REHASH, L_MISSED, NULL },
+        { "hard-link",             NULL,              op_link,         EXP_REHASH, L_EXTRA_UNCHANGED, NULL },
+        { "reflink-FICLONE",       setup_reflink,     op_reflink,      EXP_REHASH, L_CONTENT, NULL },
+        { "delete+reuse-ino",      NULL,              op_reuse,        EXP_REHASH, L_INFO, NULL },
 };
 
 #define D(f) (b->f - a->f)
@@ -520,7 +538,7 @@ static bool ledger_ok(LedgerExpect le, const IverLedgerCounters *a, const IverLe
 
 static void print_row(const Op *op, const char *cookie, const char *rehash, const char *digest,
                       const char *ledger, const char *result, const char *note) {
-        printf("| %-6s | %-22s | %-7s | %-9s | %-7s | %-9s | %-44s | %-6s | %s |\n", fsname, op->name, cookie,
+        printf("| %-6s | %-22s | %-14s | %-9s | %-14s | %-9s | %-44s | %-6s | %s |\n", fsname, op->name, cookie,
                rehash, digest, op->expect == EXP_HIT ? "no rehash" : "re-hash", ledger, result, note);
         fflush(stdout);
 }
@@ -601,6 +619,15 @@ static bool run_op(const Op *op) {
         }
         changed = cookie_changed(&o2, &o3);
         rehashed = o3.result == IVER_CHECK_MEASURED;
+        if (op->blind_fs && strcmp(op->blind_fs, fsname) == 0 && !changed && !rehashed) {
+                uint8_t ref[32];
+                dig = sha256_file(path, ref) == 0 && o3.digest.len == 32 && memcmp(o3.digest.bytes, ref, 32) == 0;
+                fprintf(stderr, "GAP  [%s] %s: the kernel moved no timestamp; the digest on record is %s\n", fsname,
+                        op->name, dig ? "still right (?)" : "stale");
+                print_row(op, "no", "no", dig ? "yes" : "no", "-", "GAP",
+                          "kernel moves no timestamp: only a close-write trigger can see it");
+                return true;
+        }
         dig = digest_matches(path, &o3.digest, op->name);
         if (!dig)
                 ok = false;

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -41,8 +42,22 @@
 #define FILE_SIZE (64ULL << 20)
 #define CHUNK (4U << 20)
 #define MIN_QUIESCENT 10
-#define MAX_SECONDS_FACTOR 4
+#define MIN_MEASUREMENTS 50   /* hashes (stable, provisional or unstable) per filesystem */
+#define MAX_SECONDS_FACTOR 6
 #define MAX_OPEN_WAIT_NS (2000LL * 1000 * 1000)
+#define CHUNK_GAP_US 2000     /* between chunks: a round lasts about as long as one hash */
+#define QUIESCE_EVERY 2       /* a quiescent point every this many rounds */
+
+/* Shared with the writer: which round, whether its writes are in progress,
+ * how many of its chunks have been written. */
+typedef struct Shared {
+        uint64_t round;
+        int writing;
+        unsigned chunks;
+} Shared;
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_SEQ_CST)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
+static Shared *shared;
 
 static const char *fsname;
 static char path[4096];
@@ -53,6 +68,8 @@ typedef struct Stats {
         unsigned lease_broken, retried;
         unsigned quiescent, invariant_entries, invariant_compared, cookie_moved;
         unsigned violations, quiescent_wrong;
+        unsigned mid_checks, mid_hits, mid_stable, mid_provisional, mid_unstable;
+        unsigned inside_checks, inside_trusted;
 } Stats;
 
 typedef struct WriterReport {
@@ -149,13 +166,20 @@ static void writer(int qfd, int gfd) {
                                 rep.max_open_wait_ns = t;
                 }
                 stamp(buf, round);
+                STORE(shared->chunks, 0);
+                STORE(shared->round, round);
+                STORE(shared->writing, 1);
                 for (uint64_t off = 0; off < FILE_SIZE; off += CHUNK) {
                         int r = write_all(fd, buf, CHUNK, (off_t) off);
                         if (r < 0) {
                                 rep.error = r;
                                 goto out;
                         }
+                        __atomic_add_fetch(&shared->chunks, 1, __ATOMIC_SEQ_CST);
+                        if (off + CHUNK < FILE_SIZE)
+                                usleep(CHUNK_GAP_US);
                 }
+                STORE(shared->writing, 0);
                 rep.rounds++;
                 if (keep_open)
                         rep.kept_open++;
@@ -163,8 +187,11 @@ static void writer(int qfd, int gfd) {
                         close(fd);
                         fd = -1;
                 }
-                /* Quiescent point: tell the measurer, wait for go. */
-                if (write(qfd, "Q", 1) != 1 || read_full(gfd, &cmd, 1) < 0 || cmd != 'G')
+                /* Quiescent point: tell the measurer, wait for go. The
+                 * kept-open rounds (multiples of 3) are quiescent every
+                 * other time (QUIESCE_EVERY 2), so both kinds are seen. */
+                if (round % QUIESCE_EVERY == 0 &&
+                    (write(qfd, "Q", 1) != 1 || read_full(gfd, &cmd, 1) < 0 || cmd != 'G'))
                         break;
                 /* A short closed-but-not-announced window, so that stable
                  * measurements also start while a writer is about to come. */
@@ -175,6 +202,7 @@ static void writer(int qfd, int gfd) {
 out:
         if (fd >= 0)
                 close(fd);
+        STORE(shared->writing, 0);
         (void) !write(qfd, "R", 1);
         (void) !write(qfd, &rep, sizeof rep);
         _exit(0);
@@ -289,6 +317,11 @@ static void invariant(const char *when) {
 static IverCheckResult check_once(IverCheckOutcome *out, IverMeasurement *m, bool *measured) {
         IverPending p;
         int r;
+        uint64_t round0 = LOAD(shared->round);
+        unsigned chunks0 = LOAD(shared->chunks);
+        /* Begun mid-round: at least one chunk (and its ctime stamp) landed
+         * and the writer still holds the file open. */
+        bool mid = LOAD(shared->writing) && chunks0 >= 1 && LOAD(shared->round) == round0;
 
         memset(m, 0, sizeof *m);
         *measured = false;
@@ -316,6 +349,34 @@ static IverCheckResult check_once(IverCheckOutcome *out, IverMeasurement *m, boo
         default:
                 S.errors++;
                 fail("check: %s (%s)", iver_check_result_to_string(out->result) ?: "?", strerror(-out->error));
+        }
+        /* Entirely inside one round, after its first chunk landed, with the
+         * writer's fd open all along: no lease could be had, and the current
+         * cookie postdates the writer's open. A hit or a stable result here
+         * would mean a digest trusted under a cookie a writer was changing. */
+        if (mid && LOAD(shared->writing) && LOAD(shared->round) == round0) {
+                S.inside_checks++;
+                if (out->result == IVER_CHECK_HIT || (out->result == IVER_CHECK_MEASURED && !out->provisional)) {
+                        S.inside_trusted++;
+                        fail("round %" PRIu64 " chunk %u..%u: %s%s while the writer held the file open", round0,
+                             chunks0, LOAD(shared->chunks), iver_check_result_to_string(out->result) ?: "?",
+                             out->result == IVER_CHECK_MEASURED ? " (stable)" : "");
+                }
+        }
+        if (mid) {
+                S.mid_checks++;
+                /* The cookie seen postdates the writer's open: no stable
+                 * measurement can have been taken under it. */
+                if (out->result == IVER_CHECK_HIT) {
+                        S.mid_hits++;
+                        fail("round %" PRIu64 " chunk %u: HIT mid-round", round0, chunks0);
+                }
+                else if (out->result == IVER_CHECK_MEASURED && out->provisional)
+                        S.mid_provisional++;
+                else if (out->result == IVER_CHECK_MEASURED)
+                        S.mid_stable++;
+                else if (out->result == IVER_CHECK_UNSTABLE)
+                        S.mid_unstable++;
         }
         if (*measured) {
                 if (m->lease_broken)
@@ -402,6 +463,9 @@ int main(int argc, char **argv) {
                 free(buf);
         }
 
+        shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (shared == MAP_FAILED)
+                return 2;
         if (pipe2(qp, O_CLOEXEC) < 0 || pipe2(gp, O_CLOEXEC) < 0)
                 return 2;
         pid = fork();
@@ -428,7 +492,9 @@ int main(int argc, char **argv) {
         for (;;) {
                 struct pollfd pfd = { .fd = qp[0], .events = POLLIN };
                 int64_t el = now_ns() - start;
-                bool done = (el >= budget && S.quiescent >= MIN_QUIESCENT) || el >= MAX_SECONDS_FACTOR * budget;
+                bool done = (el >= budget && S.quiescent >= MIN_QUIESCENT &&
+                             S.stable + S.provisional + S.unstable >= MIN_MEASUREMENTS) ||
+                            el >= MAX_SECONDS_FACTOR * budget;
 
                 if (poll(&pfd, 1, 0) > 0) {
                         char c;
@@ -442,8 +508,9 @@ int main(int argc, char **argv) {
                                 break;
                         }
                         quiescent_rounds++;
-                        /* The writer keeps the file open across every third pause. */
-                        quiescent_check(quiescent_rounds % 3 == 0);
+                        /* The writer keeps the file open after rounds 3, 6, 9…: at
+                         * quiescent point q it has finished round 2q. */
+                        quiescent_check((quiescent_rounds * QUIESCE_EVERY) % 3 == 0);
                         if (write(gp[1], done ? "X" : "G", 1) != 1) {
                                 fail("writer pipe: %m");
                                 break;
@@ -455,7 +522,8 @@ int main(int argc, char **argv) {
                 IverCheckOutcome o;
                 IverMeasurement m;
                 bool measured;
-                check_once(&o, &m, &measured);
+                if (check_once(&o, &m, &measured) == IVER_CHECK_HIT)
+                        usleep(100); /* don't starve the writer of CPU with hits */
         }
         close(gp[1]);
         if (!got_report) {
@@ -476,7 +544,10 @@ int main(int argc, char **argv) {
         quiescent_check(false);
 
         double secs = (double) (now_ns() - start) / 1e9;
-        bool ok = S.violations == 0 && S.quiescent_wrong == 0 && S.errors == 0 && got_report && rep.error == 0 &&
+        if (S.stable + S.provisional + S.unstable < MIN_MEASUREMENTS)
+                fprintf(stderr, "# [%s] note: only %u measurements in the time allowed\n", fsname,
+                        S.stable + S.provisional + S.unstable);
+        bool ok = S.violations == 0 && S.quiescent_wrong == 0 && S.inside_trusted == 0 && S.mid_hits == 0 && S.errors == 0 && got_report && rep.error == 0 &&
                   rep.max_open_wait_ns < MAX_OPEN_WAIT_NS && S.stable > 0;
         if (!got_report)
                 fail("no report from the writer");
@@ -490,13 +561,17 @@ int main(int argc, char **argv) {
 
         printf("| %-6s | %5.1f | %6u | %4u | %6u | %11u | %8u | %12u | %7u | %9u | %13u/%-5u | %10u | %6" PRIu64 " | %8.2f | %-4s |\n",
                fsname, secs, S.checks, S.hits, S.stable, S.provisional, S.unstable, S.lease_broken, S.retried,
-               S.quiescent, S.invariant_compared, S.invariant_entries, S.violations + S.quiescent_wrong, rep.rounds,
+               S.quiescent, S.invariant_compared, S.invariant_entries, S.violations + S.quiescent_wrong + S.inside_trusted + S.mid_hits,
+               rep.rounds,
                (double) rep.max_open_wait_ns / 1e6, ok ? "PASS" : "FAIL");
         fprintf(stderr, "# [%s] writer: %" PRIu64 " rounds, %" PRIu64 " opens (mean open wait %.3f ms), %" PRIu64
-                        " rounds kept open; cookie moved at %u invariant points\n",
+                        " rounds kept open; cookie moved at %u invariant points\n"
+                        "# [%s] checks begun mid-round (writer's fd open, >= 1 chunk landed): %u (hit %u (must be 0), stable %u, provisional %u, unstable %u);"
+                        " wholly inside a round with the writer's fd open: %u, of them trusted (must be 0): %u\n",
                 fsname, rep.rounds, rep.opens,
                 rep.opens ? (double) rep.total_open_wait_ns / 1e6 / (double) rep.opens : 0.0, rep.kept_open,
-                S.cookie_moved);
+                S.cookie_moved, fsname, S.mid_checks, S.mid_hits, S.mid_stable, S.mid_provisional, S.mid_unstable,
+                S.inside_checks, S.inside_trusted);
         fprintf(stderr, "# [%s] ledger:\n", fsname);
         iver_ledger_print(iver_ledger_counters(iver_context_ledger(ctx)), stderr);
         iver_context_free(ctx);

@@ -81,8 +81,8 @@ _iver_detach_one() {
         local dev=$1 try
         for try in 1 2 3 4 5 6 7 8 9 10; do
                 # Gone already (autoclear) or detached now.
-                losetup -- "$dev" >/dev/null 2>&1 || return 0
-                losetup -d -- "$dev" 2>/dev/null && return 0
+                losetup "$dev" >/dev/null 2>&1 || return 0
+                losetup -d "$dev" 2>/dev/null && return 0
                 sleep 0.3
         done
         echo "WARNING: could not detach $dev" >&2
@@ -122,7 +122,7 @@ iver_mount() {
         fi
         img=$IVER_WORKDIR/$fs.img
         truncate -s "${IVER_IMAGE_MB}M" -- "$img" || return 1
-        if ! dev=$(losetup --find --show -- "$img" 2>&1); then
+        if ! dev=$(losetup --find --show "$img" 2>&1); then
                 rm -f -- "$img"
                 case $dev in
                 *"No such file"*|*"cannot find an unused loop device"*|*"No such device"*)
