@@ -208,7 +208,7 @@ out:
         return k;
 }
 
-static void fail(IverQuoteReport *rep, unsigned bit, const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static void fail(IverQuoteReport *rep, unsigned bit, const char *fmt, ...) {
         rep->failed |= bit;
         if (rep->message[0])
                 return;

@@ -139,7 +139,8 @@ static int flush_transients(IverTpm *t) {
         TSS2_RC rc;
 
         rc = Esys_GetCapability(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_HANDLES,
-                                TPM2_TRANSIENT_FIRST, TPM2_MAX_CAP_HANDLES, &more, &cap);
+                                0x80000000u /* TPM2_TRANSIENT_FIRST: its macro shifts an int into the sign bit */,
+                                TPM2_MAX_CAP_HANDLES, &more, &cap);
         if (rc != TSS2_RC_SUCCESS)
                 return tss_error(t, rc, "GetCapability(HANDLES)");
         for (UINT32 i = 0; i < cap->data.handles.count; i++) {
