@@ -152,6 +152,10 @@ int glob_compile(const uint8_t *s, const bool *esc, size_t n, Glob *ret,
         g.suffix_len = g.n_ops > 1 && g.ops[g.n_ops - 1].type == GLOB_LIT ? g.ops[g.n_ops - 1].len : 0;
         for (size_t i = 0; i < g.n_ops; i++)
                 g.min_len += g.ops[i].type == GLOB_LIT ? g.ops[i].len : g.ops[i].type == GLOB_QMARK;
+        /* A trailing "/" "**" means everything below: at least one byte more ("/" is not below "/"). */
+        if (g.n_ops >= 2 && g.ops[g.n_ops - 1].type == GLOB_DSTAR && g.ops[g.n_ops - 2].type == GLOB_LIT &&
+            s[g.ops[g.n_ops - 2].off + g.ops[g.n_ops - 2].len - 1] == '/')
+                g.min_len++;
 
         *ret = g;
         g = (Glob) {};

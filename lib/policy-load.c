@@ -346,7 +346,7 @@ static int builder_new(PolicyBuilder *b, IverPolicyDiags *diags) {
 }
 
 static int builder_finish(PolicyBuilder *b, int io_err, IverPolicy **ret) {
-        _cleanup_(iver_policy_freep) IverPolicy *p = TAKE_PTR(b->policy);
+        _cleanup_(iver_policy_freep) IverPolicy *p = NULL;
         int r;
 
         if (b->diags->n_errors == 0) {
@@ -354,6 +354,7 @@ static int builder_finish(PolicyBuilder *b, int io_err, IverPolicy **ret) {
                 if (r < 0)
                         return r;
         }
+        p = TAKE_PTR(b->policy);
         if (io_err < 0)
                 return io_err;
         if (b->diags->n_errors > 0)
