@@ -299,7 +299,8 @@ static int load_dir(PolicyBuilder *b, const char *path, int fd) {
                 goto finish;
         }
         /* Lexical (byte) order, as systemd and fapolicyd read drop-ins. */
-        qsort(names, n, sizeof(char *), name_cmp);
+        if (n > 0)
+                qsort(names, n, sizeof(char *), name_cmp);
         for (size_t i = 0; i < n; i++) {
                 r = load_path(b, names[i], false, false);
                 if (r == -ENOMEM)
