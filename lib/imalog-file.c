@@ -107,12 +107,12 @@ static int write_list(int fd, const IverImaLog *l, IverImaFormat format) {
 /* Write to dir_fd/name through a temporary and rename; returns an fd for
  * appending to the new file if ret_fd. */
 static int replace_file(int dir_fd, const char *name, const IverImaLog *l, IverImaFormat format, bool sync,
-                        int *ret_fd) {
+                        mode_t mode, int *ret_fd) {
         char tmp[256];
         int r;
 
         snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, (long) getpid());
-        _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
+        _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, mode);
         if (fd < 0)
                 return negative_errno();
         r = write_list(fd, l, format);
@@ -179,7 +179,7 @@ int iver_imalog_save(const IverImaLog *l, const char *path, IverImaFormat format
         dir_fd = open(slash ? dir : ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         if (dir_fd < 0)
                 return negative_errno();
-        return replace_file(dir_fd, slash ? strrchr(path, '/') + 1 : path, l, format, true, NULL);
+        return replace_file(dir_fd, slash ? strrchr(path, '/') + 1 : path, l, format, true, 0644, NULL);
 }
 
 static bool all_zero(const uint8_t *p, size_t n) {
@@ -213,7 +213,7 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, IverImaLog **
         f->dir_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         if (f->dir_fd < 0)
                 return negative_errno();
-        f->bin_fd = openat(f->dir_fd, IVER_IMA_BINARY_FILE, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        f->bin_fd = openat(f->dir_fd, IVER_IMA_BINARY_FILE, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
         if (f->bin_fd < 0)
                 return negative_errno();
         r = read_all(f->bin_fd, &buf, &size);
@@ -244,7 +244,7 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, IverImaLog **
         }
         f->size = off;
 
-        r = replace_file(f->dir_fd, IVER_IMA_ASCII_FILE, l, IVER_IMA_FORMAT_ASCII, false, &f->ascii_fd);
+        r = replace_file(f->dir_fd, IVER_IMA_ASCII_FILE, l, IVER_IMA_FORMAT_ASCII, false, 0640, &f->ascii_fd);
         if (r < 0)
                 return r;
 
@@ -256,18 +256,25 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, IverImaLog **
         return 0;
 }
 
-int iver_imalog_file_append(IverImaFile *f, const IverImaEntry *e) {
+int iver_imalog_file_append_many(IverImaFile *f, const IverImaEntry *const *e, size_t n) {
         _cleanup_free_ uint8_t *bin = NULL;
-        _cleanup_free_ char *line = NULL;
-        size_t n, ln;
+        size_t size = 0, off = 0;
         int r;
 
-        if (!f || !e)
+        if (!f || (!e && n > 0))
                 return -EINVAL;
-        r = encode_binary(e, &bin, &n);
-        if (r < 0)
-                return r;
-        r = write_all(f->bin_fd, bin, n);
+        for (size_t i = 0; i < n; i++)
+                size += iver_imalog_entry_binary_size(e[i]);
+        bin = malloc(size ? size : 1);
+        if (!bin)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                r = iver_imalog_entry_to_binary(e[i], bin + off, size - off);
+                if (r < 0)
+                        return r;
+                off += r;
+        }
+        r = write_all(f->bin_fd, bin, size);
         if (r >= 0 && fdatasync(f->bin_fd) < 0)
                 r = negative_errno();
         if (r < 0) {
@@ -275,14 +282,24 @@ int iver_imalog_file_append(IverImaFile *f, const IverImaEntry *e) {
                 (void) ftruncate(f->bin_fd, f->size);
                 return r;
         }
-        f->size += n;
+        f->size += size;
 
-        r = iver_imalog_entry_to_ascii(e, &line, &ln);
-        if (r >= 0)
-                r = write_all(f->ascii_fd, line, ln);
-        if (r < 0)
-                f->ascii_error = r;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *line = NULL;
+                size_t ln;
+                r = iver_imalog_entry_to_ascii(e[i], &line, &ln);
+                if (r >= 0)
+                        r = write_all(f->ascii_fd, line, ln);
+                if (r < 0)
+                        f->ascii_error = r;
+        }
         return 0;
+}
+
+int iver_imalog_file_append(IverImaFile *f, const IverImaEntry *e) {
+        if (!e)
+                return -EINVAL;
+        return iver_imalog_file_append_many(f, &e, 1);
 }
 
 int iver_imalog_file_ascii_error(const IverImaFile *f) {

@@ -284,7 +284,16 @@ int iver_quote_verify(const char *ak_pem, size_t ak_pem_len,
                 else {
                         rep.list_entries = iver_imalog_size(l);
                         rep.matched_prefix = SIZE_MAX;
-                        for (unsigned pcr = 0; pcr < 32; pcr++) {
+                        /* Every PCR the list extends must be quoted, or the list proves nothing. */
+                        for (size_t i = 0; i < rep.list_entries; i++) {
+                                uint32_t p = iver_imalog_get(l, i)->pcr;
+                                if (p >= 32 || !(rep.pcr_mask & (1u << p))) {
+                                        fail(&rep, IVER_QUOTE_BAD_REPLAY,
+                                             "list entry %zu is for PCR %u, which the quote does not cover", i, p);
+                                        break;
+                                }
+                        }
+                        for (unsigned pcr = 0; pcr < 32 && !(rep.failed & IVER_QUOTE_BAD_REPLAY); pcr++) {
                                 IverDigest values[QUOTE_MAX_BANKS];
                                 size_t nv = 0, off = 0, prefix;
 

@@ -142,11 +142,12 @@ int iver_imalog_append(IverImaLog *l, IverImaEntry *e);
 /* Append without the dedup check (a list read back from disk is taken as is). */
 int iver_imalog_push(IverImaLog *l, IverImaEntry *e);
 
-/* Parse a whole buffer in one format, appending to l (no dedup). Returns the
- * number of bytes of complete records consumed; a torn final binary record
- * (or a final ASCII line without '\n') is not consumed, so consumed < size
- * tells the caller the tail is incomplete. -EBADMSG
- * for a corrupt record that is not at the tail. */
+/* Parse a whole buffer in one format, appending to l (no dedup). Returns 0
+ * and in *ret_consumed the bytes of complete records: a final binary record
+ * that ends past the buffer (or a final ASCII line without '\n') is not
+ * consumed, so consumed < size tells the caller the tail is torn. A record
+ * that does not decode is -EBADMSG (-EOPNOTSUPP for templates or algorithms
+ * we do not know); the entries before it stay in l. */
 int iver_imalog_parse_binary(IverImaLog *l, const uint8_t *buf, size_t size, size_t *ret_consumed);
 int iver_imalog_parse_ascii(IverImaLog *l, const char *buf, size_t size, size_t *ret_consumed);
 
@@ -176,7 +177,7 @@ int iver_imalog_save(const IverImaLog *l, const char *path, IverImaFormat format
  * write-ahead) and its ASCII twin in dir. */
 typedef struct IverImaFile IverImaFile;
 
-/* Open (creating the files in dir if missing) and read the binary list back
+/* Open (creating the files, mode 0640, in the existing dir if missing) and read the binary list back
  * into a new list (no dedup, the order kept). A torn trailing record left by a
  * crash — a record that ends past EOF, or a tail of zero bytes — is cut off;
  * a complete record never is: *ret_truncated (optional) receives the bytes
@@ -193,6 +194,8 @@ static inline void iver_imalog_file_freep(IverImaFile **f) {
  * Then append the ASCII line (not synced: it is rebuilt on open); an ASCII
  * failure does not fail the call, see iver_imalog_file_ascii_error(). */
 int iver_imalog_file_append(IverImaFile *f, const IverImaEntry *e);
+/* The same for n entries with one write and one fdatasync (a burst). */
+int iver_imalog_file_append_many(IverImaFile *f, const IverImaEntry *const *e, size_t n);
 /* -errno of the last ASCII twin write failure, 0 if none. */
 int iver_imalog_file_ascii_error(const IverImaFile *f);
 /* Bytes in the binary file. */

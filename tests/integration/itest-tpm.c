@@ -11,6 +11,8 @@
  *   itest-tpm verify  DIR NONCE           lib/quote-verify.c: exit 0 accepted, 1 rejected
  *   itest-tpm bench   TCTI PCR N          extends/s of N extends
  *   itest-tpm drop    FILE I              remove record I from a binary list file
+ *   itest-tpm mutate  DIR NONCE           every flipped bit / truncation of quote.msg,
+ *                                         quote.sig, pcrs.out must be rejected
  *   itest-tpm outage  TCTI PCR DIR STOP START N
  *                     measure N entries, running the shell commands STOP at N/3 and
  *                     START at 2N/3 (kill / restart the TPM), with the in-order queue
@@ -419,6 +421,54 @@ int main(int argc, char **argv) {
                 iver_tpm_free(t);
                 iver_imalog_free(l);
                 iver_imalog_file_free(f);
+                return 0;
+        }
+        if (strcmp(cmd, "mutate") == 0 && argc == 4) {
+                const char *names[] = { IVER_QUOTE_AK_FILE, IVER_QUOTE_MSG_FILE, IVER_QUOTE_SIG_FILE,
+                                        IVER_QUOTE_PCRS_FILE, IVER_QUOTE_LIST_FILE };
+                static uint8_t buf[5][1 << 22];
+                size_t len[5];
+                uint8_t nonce[64];
+                size_t nn = unhex(argv[3], nonce, sizeof(nonce));
+                IverQuoteReport rep;
+                unsigned tried = 0;
+
+                for (size_t k = 0; k < 5; k++) {
+                        char p[4096];
+                        snprintf(p, sizeof(p), "%s/%s", argv[2], names[k]);
+                        FILE *f = fopen(p, "rb");
+                        if (!f)
+                                die(-errno, names[k], NULL);
+                        len[k] = fread(buf[k], 1, sizeof(buf[k]), f);
+                        fclose(f);
+                }
+#define VERIFY() iver_quote_verify((const char *) buf[0], len[0], buf[1], len[1], buf[2], len[2], buf[3], len[3], \
+                                   nonce, nn, buf[4], len[4], &rep)
+                r = VERIFY();
+                if (r < 0 || rep.failed)
+                        die(-EBADMSG, "unmutated bundle rejected", NULL);
+                for (size_t k = 1; k <= 3; k++) {
+                        for (size_t i = 0; i < len[k]; i++)
+                                for (unsigned bit = 0; bit < 8; bit++) {
+                                        buf[k][i] ^= 1u << bit;
+                                        r = VERIFY();
+                                        buf[k][i] ^= 1u << bit;
+                                        tried++;
+                                        if (r < 0 || rep.failed == 0) {
+                                                fprintf(stderr, "%s: flip of bit %u at %zu accepted\n", names[k], bit, i);
+                                                return 1;
+                                        }
+                                }
+                        size_t full = len[k];
+                        for (len[k] = 0; len[k] < full; len[k]++, tried++) {
+                                r = VERIFY();
+                                if (r < 0 || rep.failed == 0) {
+                                        fprintf(stderr, "%s: truncation to %zu accepted\n", names[k], len[k]);
+                                        return 1;
+                                }
+                        }
+                }
+                printf("mutations: %u variants of quote.msg / quote.sig / pcrs.out, all rejected\n", tried);
                 return 0;
         }
         fprintf(stderr, "itest-tpm: bad arguments\n");

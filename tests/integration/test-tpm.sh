@@ -147,6 +147,7 @@ expect_reject "flipped byte in quote.msg" "$D/v" "$NONCE"
 # remove the second entry: skip its record in the binary list
 variant; "$HELPER" drop "$D/v/measurements.bin" 1
 expect_reject "removed list entry" "$D/v" "$NONCE"
+"$HELPER" mutate "$D/quote" "$NONCE" || fail "a mutated quote was accepted"
 # a list that lags the quote is fine the other way round: more entries than the quote saw
 variant; "$HELPER" append "$D/run" $PCR 3 after >/dev/null
 cp "$D/run/binary_runtime_measurements" "$D/v/measurements.bin"
