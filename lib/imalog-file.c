@@ -230,6 +230,10 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, IverImaLog **
                         break;  /* the last record ends past EOF: torn */
                 if (r == -EBADMSG && all_zero(buf + off, size - off))
                         break;  /* file size grew but the data never landed */
+                size_t ext;
+                if (r == -EBADMSG && iver_imalog_entry_binary_extent(buf + off, size - off, &ext) >= 0 &&
+                    ext == size - off)
+                        break;  /* the last record, its data partly written */
                 if (r < 0)
                         return r;
                 int k = iver_imalog_push(l, e);

@@ -261,6 +261,24 @@ int iver_imalog_entry_to_binary(const IverImaEntry *e, uint8_t *buf, size_t size
         return (int) n;
 }
 
+int iver_imalog_entry_binary_extent(const uint8_t *buf, size_t size, size_t *ret) {
+        const size_t head = 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE + 4;
+        uint32_t nlen, tlen;
+
+        if (size < head)
+                return -ENODATA;
+        nlen = get_le32(buf + 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE);
+        if (nlen == 0 || nlen > IVER_IMA_NAME_MAX)
+                return -EBADMSG;
+        if (size < head + nlen + 4)
+                return -ENODATA;
+        tlen = get_le32(buf + head + nlen);
+        if (tlen > IVER_IMA_TEMPLATE_DATA_MAX)
+                return -EBADMSG;
+        *ret = head + nlen + 4 + tlen;
+        return 0;
+}
+
 int iver_imalog_entry_from_binary(const uint8_t *buf, size_t size, IverImaEntry **ret) {
         const size_t head = 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE + 4;
         char name[IVER_IMA_NAME_MAX + 1];

@@ -112,6 +112,11 @@ int iver_imalog_entry_to_binary(const IverImaEntry *e, uint8_t *buf, size_t size
  * -EOPNOTSUPP for a template other than ima-ng/ima-sig or an unknown hash. */
 int iver_imalog_entry_from_binary(const uint8_t *buf, size_t size, IverImaEntry **ret);
 
+/* The length a binary record at the start of buf claims (from its length
+ * fields alone, nothing checked): -ENODATA if buf is too short to tell,
+ * -EBADMSG if the lengths are out of range. */
+int iver_imalog_entry_binary_extent(const uint8_t *buf, size_t size, size_t *ret);
+
 /* ASCII line with the trailing '\n', NUL-terminated (ret_len excludes the NUL).
  * The path is printed raw, as the kernel does (see above for '\n'). */
 int iver_imalog_entry_to_ascii(const IverImaEntry *e, char **ret, size_t *ret_len);
@@ -179,10 +184,12 @@ typedef struct IverImaFile IverImaFile;
 
 /* Open (creating the files, mode 0640, in the existing dir if missing) and read the binary list back
  * into a new list (no dedup, the order kept). A torn trailing record left by a
- * crash — a record that ends past EOF, or a tail of zero bytes — is cut off;
- * a complete record never is: *ret_truncated (optional) receives the bytes
- * dropped. A corrupt record that is not such a tail is -EBADMSG and nothing
- * is changed. The ASCII twin is rebuilt from the binary list. */
+ * crash is cut off: a last record that ends past EOF, a last record that does
+ * not decode (its lengths reach EOF but the data never fully landed), or a tail
+ * of zero bytes. A record that decodes is never cut. *ret_truncated (optional)
+ * receives the bytes dropped. A bad record followed by more data is corruption,
+ * not a torn write: -EBADMSG and nothing is changed. The ASCII twin is rebuilt
+ * from the binary list. */
 int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, IverImaLog **ret_log, size_t *ret_truncated);
 IverImaFile *iver_imalog_file_free(IverImaFile *f);
 static inline void iver_imalog_file_freep(IverImaFile **f) {

@@ -580,6 +580,45 @@ START_TEST(test_file_torn_tail) {
         iver_imalog_file_free(f);
         iver_imalog_free(l);
 
+        /* the last record complete in length but its data garbled (the write
+         * landed partly): not a record, cut; the one before stays */
+        off_t full = file_size(dir, IVER_IMA_BINARY_FILE);
+        e = mk(16, 0x78, "/garbled");
+        ck_assert_int_eq(iver_imalog_file_open(dir, &f, &l, &trunc), 0);
+        ck_assert_int_eq(iver_imalog_file_append(f, e), 0);
+        iver_imalog_entry_free(e);
+        iver_imalog_file_free(f);
+        iver_imalog_free(l);
+        off_t garbled = file_size(dir, IVER_IMA_BINARY_FILE);
+        fd = open(p, O_RDWR | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(pwrite(fd, zeros, 20, full + 40), 20);
+        close(fd);
+        ck_assert_int_eq(iver_imalog_file_open(dir, &f, &l, &trunc), 0);
+        ck_assert_uint_eq(trunc, garbled - full);
+        ck_assert_int_eq(file_size(dir, IVER_IMA_BINARY_FILE), full);
+        ck_assert_uint_eq(iver_imalog_size(l), 5);
+        ck_assert_str_eq(iver_imalog_get(l, 4)->path, "/after");
+        iver_imalog_file_free(f);
+        iver_imalog_free(l);
+
+        /* a burst in one write + one fdatasync */
+        ck_assert_int_eq(iver_imalog_file_open(dir, &f, &l, &trunc), 0);
+        IverImaEntry *burst[3] = { mk(16, 0x81, "/b1"), mk(16, 0x82, "/b2"), mk(16, 0x83, "/b 3") };
+        ck_assert_int_eq(iver_imalog_file_append_many(f, (const IverImaEntry *const *) burst, 3), 0);
+        ck_assert_int_eq(iver_imalog_file_append_many(f, NULL, 0), 0);
+        for (size_t i = 0; i < 3; i++)
+                iver_imalog_entry_free(burst[i]);
+        iver_imalog_file_free(f);
+        iver_imalog_free(l);
+        ck_assert_int_eq(iver_imalog_file_open(dir, &f, &l, &trunc), 0);
+        ck_assert_uint_eq(trunc, 0);
+        ck_assert_uint_eq(iver_imalog_size(l), 8);
+        ck_assert_str_eq(iver_imalog_get(l, 7)->path, "/b 3");
+        ck_assert_uint_eq(count_lines(dir, IVER_IMA_ASCII_FILE), 8);
+        iver_imalog_file_free(f);
+        iver_imalog_free(l);
+
         /* a corrupt record that is not a torn tail: refused, nothing cut */
         off_t before = file_size(dir, IVER_IMA_BINARY_FILE);
         fd = open(p, O_RDWR | O_CLOEXEC);
