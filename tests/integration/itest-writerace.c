@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The write race (issue 2): a writer process rewrites a 64 MiB file over and
- * over (pwrite in 4 MiB chunks, alternating byte patterns, every chunk
- * stamped with the round number) while this process measures it with the
- * library again and again. The writer opens and closes the file every round
- * (so read leases can be had between rounds) except every third round, when
- * it keeps it open across the pause (measurements must then be provisional).
+ * over with alternating byte patterns, every 4 KiB stamped with the round
+ * number: odd rounds in one 64 MiB pwrite (ctime stamped once, at its start,
+ * while data lands for tens of ms), even rounds in 4 MiB pwrites with 2 ms
+ * gaps. Meanwhile this process measures the file with the library again and
+ * again. The writer opens and closes the file every round (so read leases
+ * can be had between rounds) except after every third round, when it keeps
+ * it open across the pause (measurements must then be provisional).
  * After every round the writer stops and waits for a go: at that quiescent
  * point, and at the end, the invariant is verified:
  *
@@ -21,7 +23,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/userfaultfd.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -30,7 +34,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,7 +52,6 @@
 #define MAX_SECONDS_FACTOR 6
 #define MAX_OPEN_WAIT_NS (2000LL * 1000 * 1000)
 #define CHUNK_GAP_US 2000     /* between chunks: a round lasts about as long as one hash */
-#define QUIESCE_EVERY 2       /* a quiescent point every this many rounds */
 
 /* Shared with the writer: which round, whether its writes are in progress,
  * how many of its chunks have been written. */
@@ -73,7 +78,8 @@ typedef struct Stats {
 } Stats;
 
 typedef struct WriterReport {
-        uint64_t rounds, opens, kept_open;
+        uint64_t rounds, opens, kept_open, slow_rounds;
+        int64_t max_slow_write_ns;
         int64_t max_open_wait_ns, total_open_wait_ns;
         int error;
 } WriterReport;
@@ -82,7 +88,13 @@ static Stats S;
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail(const char *fmt, ...) {
+        static unsigned n;
         va_list ap;
+        if (++n > 20) {
+                if (n == 21)
+                        fprintf(stderr, "FAIL [%s] (further failures not printed)\n", fsname);
+                return;
+        }
         va_start(ap, fmt);
         fprintf(stderr, "FAIL [%s] ", fsname);
         vfprintf(stderr, fmt, ap);
@@ -137,9 +149,87 @@ static int read_full(int fd, void *buf, size_t n) {
 
 /* ---- the writer (a child process) ------------------------------------ */
 
+/* Slow single writes: the source buffer of one 64 MiB pwrite is registered
+ * with userfaultfd and a thread serves its pages 64 KiB at a time with a
+ * pause, so the write takes ~0.3 s after ctime was stamped at its start and
+ * the hasher overtakes it: exactly the case where comparing cookies before
+ * and after hashing records stale data as stable (notes/fs.md). */
+#define UFFD_BLOCK (64U * 1024U)
+#define UFFD_DELAY_US 200
+
+static uint8_t *slow_area;
+static int slow_uffd = -1;
+static uint64_t slow_round;
+static uint64_t slow_served;
+
+static int uffd_open(void) {
+        int fd = (int) syscall(SYS_userfaultfd, O_CLOEXEC);
+        if (fd < 0) {
+                int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+                if (dev >= 0) {
+                        fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC);
+                        close(dev);
+                }
+        }
+        return fd;
+}
+
+static void *uffd_server(void *arg) {
+        uint8_t *src = malloc(UFFD_BLOCK);
+        if (!src)
+                return NULL;
+        for (;;) {
+                struct uffd_msg msg;
+                struct pollfd pfd = { .fd = slow_uffd, .events = POLLIN };
+                if (poll(&pfd, 1, -1) < 0 || read(slow_uffd, &msg, sizeof msg) != sizeof msg) {
+                        if (errno == EINTR || errno == EAGAIN)
+                                continue;
+                        break;
+                }
+                if (msg.event != UFFD_EVENT_PAGEFAULT)
+                        continue;
+                uint64_t off = (msg.arg.pagefault.address - (uintptr_t) slow_area) & ~(uint64_t) (UFFD_BLOCK - 1);
+                uint64_t round = LOAD(slow_round);
+                memset(src, (round & 1) ? 0xAA : 0x55, UFFD_BLOCK);
+                for (unsigned c = 0; c < UFFD_BLOCK; c += 4096)
+                        memcpy(src + c, &round, sizeof round);
+                usleep(UFFD_DELAY_US);
+                struct uffdio_copy cp = {
+                        .dst = (uintptr_t) slow_area + off, .src = (uintptr_t) src, .len = UFFD_BLOCK,
+                };
+                if (ioctl(slow_uffd, UFFDIO_COPY, &cp) < 0 && errno == EEXIST) {
+                        struct uffdio_range wr = { .start = (uintptr_t) slow_area + off, .len = UFFD_BLOCK };
+                        (void) ioctl(slow_uffd, UFFDIO_WAKE, &wr);
+                }
+                /* The write is under way: its ctime stamp has landed. */
+                if (__atomic_add_fetch(&slow_served, 1, __ATOMIC_SEQ_CST) == 1)
+                        __atomic_add_fetch(&shared->chunks, 1, __ATOMIC_SEQ_CST);
+        }
+        free(src);
+        return NULL;
+}
+
+static bool slow_setup(void) {
+        pthread_t t;
+        slow_area = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (slow_area == MAP_FAILED)
+                return false;
+        slow_uffd = uffd_open();
+        if (slow_uffd < 0)
+                return false;
+        struct uffdio_api api = { .api = UFFD_API };
+        struct uffdio_register reg = {
+                .range = { .start = (uintptr_t) slow_area, .len = FILE_SIZE },
+                .mode = UFFDIO_REGISTER_MODE_MISSING,
+        };
+        if (ioctl(slow_uffd, UFFDIO_API, &api) < 0 || ioctl(slow_uffd, UFFDIO_REGISTER, &reg) < 0)
+                return false;
+        return pthread_create(&t, NULL, uffd_server, NULL) == 0;
+}
+
 static void writer(int qfd, int gfd) {
         WriterReport rep = { 0 };
-        uint8_t *buf = malloc(CHUNK);
+        uint8_t *buf = malloc(FILE_SIZE);
         int fd = -1;
         uint64_t seed = (uint64_t) getpid();
 
@@ -148,8 +238,16 @@ static void writer(int qfd, int gfd) {
                 _exit(3);
         if (!buf)
                 _exit(3);
+        bool have_slow = slow_setup();
+        if (!have_slow)
+                fprintf(stderr, "# [%s] userfaultfd unavailable (%m): no slow single-write rounds\n", fsname);
         for (uint64_t round = 1;; round++) {
                 bool keep_open = round % 3 == 0;
+                /* Rounds 1, 5, 9…: one slow 64 MiB pwrite (userfaultfd);
+                 * rounds 3, 7, 11…: one fast 64 MiB pwrite (ctime is stamped
+                 * once, at its start); even rounds: 4 MiB chunks with gaps. */
+                bool slow = have_slow && round % 4 == 1;
+                size_t chunk = round % 2 ? FILE_SIZE : CHUNK;
                 char cmd;
 
                 if (fd < 0) {
@@ -165,18 +263,37 @@ static void writer(int qfd, int gfd) {
                         if (t > rep.max_open_wait_ns)
                                 rep.max_open_wait_ns = t;
                 }
-                stamp(buf, round);
+                if (slow) {
+                        /* drop the pages: every 64 KiB faults to the server */
+                        madvise(slow_area, FILE_SIZE, MADV_DONTNEED);
+                        STORE(slow_round, round);
+                        STORE(slow_served, 0);
+                } else
+                        for (uint64_t off = 0; off < FILE_SIZE; off += CHUNK)
+                                stamp(buf + off, round);
                 STORE(shared->chunks, 0);
                 STORE(shared->round, round);
                 STORE(shared->writing, 1);
-                for (uint64_t off = 0; off < FILE_SIZE; off += CHUNK) {
-                        int r = write_all(fd, buf, CHUNK, (off_t) off);
+                if (slow) {
+                        int64_t t = now_ns();
+                        int r = write_all(fd, slow_area, FILE_SIZE, 0);
+                        if (r < 0) {
+                                rep.error = r;
+                                goto out;
+                        }
+                        t = now_ns() - t;
+                        if (t > rep.max_slow_write_ns)
+                                rep.max_slow_write_ns = t;
+                        rep.slow_rounds++;
+                        STORE(shared->chunks, 2);
+                } else for (uint64_t off = 0; off < FILE_SIZE; off += chunk) {
+                        int r = write_all(fd, buf + off, chunk, (off_t) off);
                         if (r < 0) {
                                 rep.error = r;
                                 goto out;
                         }
                         __atomic_add_fetch(&shared->chunks, 1, __ATOMIC_SEQ_CST);
-                        if (off + CHUNK < FILE_SIZE)
+                        if (off + chunk < FILE_SIZE)
                                 usleep(CHUNK_GAP_US);
                 }
                 STORE(shared->writing, 0);
@@ -187,11 +304,10 @@ static void writer(int qfd, int gfd) {
                         close(fd);
                         fd = -1;
                 }
-                /* Quiescent point: tell the measurer, wait for go. The
-                 * kept-open rounds (multiples of 3) are quiescent every
-                 * other time (QUIESCE_EVERY 2), so both kinds are seen. */
-                if (round % QUIESCE_EVERY == 0 &&
-                    (write(qfd, "Q", 1) != 1 || read_full(gfd, &cmd, 1) < 0 || cmd != 'G'))
+                /* Quiescent point after every slow round and every even one:
+                 * tell the measurer (Q: closed, K: kept open), wait for go. */
+                if ((slow || round % 2 == 0) &&
+                    (write(qfd, keep_open ? "K" : "Q", 1) != 1 || read_full(gfd, &cmd, 1) < 0 || cmd != 'G'))
                         break;
                 /* A short closed-but-not-announced window, so that stable
                  * measurements also start while a writer is about to come. */
@@ -488,7 +604,6 @@ int main(int argc, char **argv) {
         }
 
         int64_t start = now_ns(), budget = (int64_t) (seconds * 1e9);
-        uint64_t quiescent_rounds = 0;
         for (;;) {
                 struct pollfd pfd = { .fd = qp[0], .events = POLLIN };
                 int64_t el = now_ns() - start;
@@ -507,10 +622,7 @@ int main(int argc, char **argv) {
                                 fail("writer stopped early: %s", strerror(-rep.error));
                                 break;
                         }
-                        quiescent_rounds++;
-                        /* The writer keeps the file open after rounds 3, 6, 9…: at
-                         * quiescent point q it has finished round 2q. */
-                        quiescent_check((quiescent_rounds * QUIESCE_EVERY) % 3 == 0);
+                        quiescent_check(c == 'K');
                         if (write(gp[1], done ? "X" : "G", 1) != 1) {
                                 fail("writer pipe: %m");
                                 break;
@@ -565,13 +677,16 @@ int main(int argc, char **argv) {
                rep.rounds,
                (double) rep.max_open_wait_ns / 1e6, ok ? "PASS" : "FAIL");
         fprintf(stderr, "# [%s] writer: %" PRIu64 " rounds, %" PRIu64 " opens (mean open wait %.3f ms), %" PRIu64
-                        " rounds kept open; cookie moved at %u invariant points\n"
+                        " rounds kept open, %" PRIu64 " slow single writes (longest %.0f ms); cookie moved at %u invariant points\n"
                         "# [%s] checks begun mid-round (writer's fd open, >= 1 chunk landed): %u (hit %u (must be 0), stable %u, provisional %u, unstable %u);"
                         " wholly inside a round with the writer's fd open: %u, of them trusted (must be 0): %u\n",
                 fsname, rep.rounds, rep.opens,
                 rep.opens ? (double) rep.total_open_wait_ns / 1e6 / (double) rep.opens : 0.0, rep.kept_open,
-                S.cookie_moved, fsname, S.mid_checks, S.mid_hits, S.mid_stable, S.mid_provisional, S.mid_unstable,
+                rep.slow_rounds, (double) rep.max_slow_write_ns / 1e6, S.cookie_moved, fsname, S.mid_checks, S.mid_hits, S.mid_stable, S.mid_provisional, S.mid_unstable,
                 S.inside_checks, S.inside_trusted);
+        fprintf(stderr, "# [%s] violations: invariant (stale digest trusted) %u, quiescent check wrong %u,"
+                        " hit mid-round %u, trusted wholly inside a round %u\n",
+                fsname, S.violations, S.quiescent_wrong, S.mid_hits, S.inside_trusted);
         fprintf(stderr, "# [%s] ledger:\n", fsname);
         iver_ledger_print(iver_ledger_counters(iver_context_ledger(ctx)), stderr);
         iver_context_free(ctx);
