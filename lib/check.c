@@ -128,23 +128,31 @@ static void outcome_reset(IverCheckOutcome *out) {
         out->bytes_hashed = 0;
 }
 
+int iver_context_stat(IverContext *ctx, int dirfd, const char *path, IverStat *ret) {
+        return iver_stat(ctx->opt.statx, dirfd, path, iver_cookie_table_wants_version(ctx->cookies), ret);
+}
+
 int iver_check_begin(IverContext *ctx, int dirfd, const char *path, IverHashAlgo algo, IverPending *pending,
                      IverCheckOutcome *out) {
         IverStat st;
-        int r;
+        int r = iver_context_stat(ctx, dirfd, path, &st);
+        if (r < 0) {
+                outcome_reset(out);
+                if (r == -ENOENT || r == -ENOTDIR)
+                        iver_check_forget(ctx, path);
+                out->error = r;
+                return r;
+        }
+        return iver_check_begin_stat(ctx, dirfd, path, &st, algo, pending, out);
+}
+
+int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const IverStat *observed, IverHashAlgo algo,
+                          IverPending *pending, IverCheckOutcome *out) {
+        IverStat st = *observed;
 
         if (algo < 0 || algo >= _IVER_HASH_MAX)
                 algo = ctx->opt.algo;
         outcome_reset(out);
-
-        r = iver_stat(ctx->opt.statx, dirfd, path, iver_cookie_table_wants_version(ctx->cookies), &st);
-        if (r < 0) {
-                if (r == -ENOENT || r == -ENOTDIR)
-                        iver_check_forget(ctx, path);
-                out->result = IVER_CHECK_ERROR;
-                out->error = r;
-                return r;
-        }
         out->id = iver_stat_identity(&st);
         if (!S_ISREG(st.mode)) {
                 iver_check_forget(ctx, path);

@@ -245,6 +245,12 @@ IverCookieSource iver_cookie_table_peek(const IverCookieTable *t, uint32_t dev) 
         return _IVER_COOKIE_INVALID;
 }
 
+uint64_t iver_cookie_table_fs_magic(const IverCookieTable *t, uint32_t dev) {
+        if (iver_cookie_table_peek(t, dev) < 0)
+                return 0;
+        return t->fs[t->last].magic;
+}
+
 bool iver_cookie_table_get(const IverCookieTable *t, unsigned i, uint32_t *ret_dev, IverCookieSource *ret_source,
                            uint64_t *ret_fs_magic) {
         if (i >= t->n_fs)

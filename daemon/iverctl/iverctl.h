@@ -13,3 +13,14 @@ typedef enum IverctlExit {
 } IverctlExit;
 
 int verb_hash(int argc, char *argv[]);
+int verb_status(int argc, char *argv[]);
+int verb_stats(int argc, char *argv[]);
+int verb_list(int argc, char *argv[]);
+int verb_log(int argc, char *argv[]);
+int verb_remeasure(int argc, char *argv[]);
+int verb_rescan(int argc, char *argv[]);
+int verb_reload(int argc, char *argv[]);
+int verb_settle(int argc, char *argv[]);
+int verb_quote(int argc, char *argv[]);
+int verb_policy(int argc, char *argv[]);
+int verb_verify(int argc, char *argv[]);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "client.h"
 #include "iverctl.h"
 
 typedef struct Verb {
@@ -12,7 +13,18 @@ typedef struct Verb {
 } Verb;
 
 static const Verb verbs[] = {
-        { "hash", verb_hash, "hash [--json] [--algo ALGO] FILE…   measure files offline" },
+        { "status", verb_status, "status [--json]                      daemon state: version sources, watches, queue, TPM" },
+        { "stats", verb_stats, "stats [--json|--prometheus] [--top N] the avoided-remeasurement ledger" },
+        { "list", verb_list, "list [PREFIX]                        cached measurements" },
+        { "log", verb_log, "log [--ascii|--binary]               the IMA-format measurement list" },
+        { "remeasure", verb_remeasure, "remeasure PATH…                      check paths now" },
+        { "rescan", verb_rescan, "rescan                               walk everything the policy measures" },
+        { "settle", verb_settle, "settle [--timeout S]                 wait until nothing is pending" },
+        { "reload", verb_reload, "reload                               reload configuration and policy" },
+        { "quote", verb_quote, "quote --nonce HEX --out DIR          TPM quote + list for a verifier" },
+        { "verify", verb_verify, "verify DIR [--nonce HEX]             verify a quote directory (OpenSSL only)" },
+        { "policy", verb_policy, "policy check FILE|DIR                lint a policy" },
+        { "hash", verb_hash, "hash [--json] [--algo ALGO] FILE…    measure files offline" },
 };
 
 static void usage(FILE *f) {
@@ -29,6 +41,17 @@ int main(int argc, char *argv[]) {
         if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
                 usage(stdout);
                 return IVERCTL_EXIT_OK;
+        }
+        if (strcmp(argv[1], "--socket") == 0 || strncmp(argv[1], "--socket=", 9) == 0) {
+                if (argv[1][8] == '=')
+                        arg_socket = argv[1] + 9;
+                else if (argc > 2)
+                        arg_socket = argv[2], argv++, argc--;
+                argv++, argc--;
+                if (argc < 2) {
+                        usage(stderr);
+                        return IVERCTL_EXIT_USAGE;
+                }
         }
         for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
                 if (strcmp(argv[1], verbs[i].name) == 0)

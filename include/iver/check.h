@@ -76,6 +76,13 @@ typedef struct IverCheckOutcome {
 int iver_check_begin(IverContext *ctx, int dirfd, const char *path, IverHashAlgo algo,
                      IverPending *pending, IverCheckOutcome *out);
 
+/* statx as the context needs it (seed-ABI bit only where a filesystem uses it). */
+int iver_context_stat(IverContext *ctx, int dirfd, const char *path, IverStat *ret);
+/* Begin on an observation the caller already made with iver_context_stat()
+ * (a daemon stats first to evaluate its policy). Same contract as begin. */
+int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const IverStat *st, IverHashAlgo algo,
+                          IverPending *pending, IverCheckOutcome *out);
+
 /* Measure options that go with a pending check. */
 IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const IverPending *pending);
 

@@ -68,6 +68,8 @@ IverCookieTable *iver_cookie_table_free(IverCookieTable *t);
 IverCookieSource iver_cookie_table_source(IverCookieTable *t, uint32_t dev, int dirfd, const char *path);
 /* Cached lookup only; _IVER_COOKIE_INVALID when dev was never seen. */
 IverCookieSource iver_cookie_table_peek(const IverCookieTable *t, uint32_t dev);
+/* statfs magic of a decided filesystem, 0 if unknown. */
+uint64_t iver_cookie_table_fs_magic(const IverCookieTable *t, uint32_t dev);
 /* Whether seed-ABI values must be requested from statx. */
 bool iver_cookie_table_wants_version(const IverCookieTable *t);
 /* Iterate decided filesystems: i from 0; returns false at end. */

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Talking to iverd: one JSON request a line over the control socket. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "iverctl.h"
+
+const char *arg_socket;
+
+json_object *request(const char *verb) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "verb", json_object_new_string(verb));
+        return o;
+}
+
+static const char *socket_path(void) {
+        if (arg_socket)
+                return arg_socket;
+        const char *e = getenv("IVERD_SOCKET");
+        return e && *e ? e : "/run/iverd/iverd.sock";
+}
+
+int call(json_object *req, double timeout_sec, json_object **ret) {
+        const char *path = socket_path();
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(path) >= sizeof(sa.sun_path)) {
+                fprintf(stderr, "iverctl: socket path too long: %s\n", path);
+                return IVERCTL_EXIT_USAGE;
+        }
+        strcpy(sa.sun_path, path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                fprintf(stderr, "iverctl: cannot reach iverd at %s: %s\n", path, strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                return IVERCTL_EXIT_DAEMON;
+        }
+        const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+        size_t len = strlen(s);
+        char *msg = malloc(len + 2);
+        memcpy(msg, s, len);
+        msg[len] = '\n';
+        if (send(fd, msg, len + 1, MSG_NOSIGNAL) != (ssize_t) (len + 1)) {
+                fprintf(stderr, "iverctl: cannot send to iverd: %s\n", strerror(errno));
+                free(msg);
+                close(fd);
+                return IVERCTL_EXIT_DAEMON;
+        }
+        free(msg);
+
+        size_t cap = 65536, n = 0;
+        char *buf = malloc(cap);
+        int timeout_ms = (int) ((timeout_sec > 0 ? timeout_sec : 30) * 1000);
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int pr = poll(&p, 1, timeout_ms);
+                if (pr == 0) {
+                        fprintf(stderr, "iverctl: no answer from iverd within %d s\n", timeout_ms / 1000);
+                        free(buf);
+                        close(fd);
+                        return IVERCTL_EXIT_DAEMON;
+                }
+                if (n + 4096 > cap)
+                        buf = realloc(buf, cap *= 2);
+                ssize_t k = pr < 0 ? -1 : recv(fd, buf + n, cap - n - 1, 0);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+                n += (size_t) k;
+                if (memchr(buf + n - k, '\n', (size_t) k))
+                        break;
+        }
+        close(fd);
+        buf[n] = 0;
+        json_object *reply = json_tokener_parse(buf);
+        free(buf);
+        if (!reply || !json_object_is_type(reply, json_type_object)) {
+                fprintf(stderr, "iverctl: malformed or no reply from iverd\n");
+                json_object_put(reply);
+                return IVERCTL_EXIT_DAEMON;
+        }
+        json_object *ok, *err;
+        if (!json_object_object_get_ex(reply, "ok", &ok) || !json_object_get_boolean(ok)) {
+                fprintf(stderr, "iverctl: iverd: %s\n",
+                        json_object_object_get_ex(reply, "error", &err) ? json_object_get_string(err) : "failed");
+                json_object_put(reply);
+                return IVERCTL_EXIT_DAEMON;
+        }
+        *ret = reply;
+        return 0;
+}

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* iverctl verbs answered by the daemon. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "iverctl.h"
+#include "output.h"
+
+static void print_json(json_object *o) {
+        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+static bool has_flag(int argc, char *argv[], const char *flag) {
+        for (int i = 1; i < argc; i++)
+                if (strcmp(argv[i], flag) == 0)
+                        return true;
+        return false;
+}
+
+int verb_status(int argc, char *argv[]) {
+        json_object *r;
+        int ret = call(request("status"), 0, &r);
+        if (ret)
+                return ret;
+        json_object_object_del(r, "ok");
+        if (has_flag(argc, argv, "--json"))
+                print_json(r);
+        else {
+                json_object_object_foreach(r, k, v) {
+                        if (json_object_is_type(v, json_type_array)) {
+                                printf("%-20s\n", k);
+                                for (size_t i = 0; i < json_object_array_length(v); i++)
+                                        printf("  %s\n", json_object_to_json_string_ext(json_object_array_get_idx(v, i),
+                                                                                       JSON_C_TO_STRING_SPACED));
+                        } else
+                                printf("%-20s %s\n", k, json_object_get_string(v));
+                }
+        }
+        json_object_put(r);
+        return IVERCTL_EXIT_OK;
+}
+
+static const struct {
+        const char *key, *help, *unit;
+} stat_fields[] = {
+        { "checks", "checks made", "" },
+        { "first_seen", "files measured for the first time", "" },
+        { "remeasured", "re-hashes by iverd (version changed)", "" },
+        { "avoided_vs_atime", "re-hashes avoided vs the atime heuristic", "" },
+        { "avoided_vs_mtime", "re-hashes avoided vs the mtime heuristic", "" },
+        { "extra_vs_mtime", "re-hashes the mtime heuristic would skip", "" },
+        { "missed_by_mtime", "changes the mtime heuristic would have missed", "" },
+        { "unchanged_content", "re-hashes that found the same content", "" },
+        { "atime_rehashes", "re-hashes the atime heuristic would make", "" },
+        { "mtime_rehashes", "re-hashes the mtime heuristic would make", "" },
+        { "bytes_hashed", "bytes hashed by iverd", "bytes" },
+        { "bytes_avoided_vs_atime", "bytes the atime heuristic would hash in addition", "bytes" },
+        { "bytes_avoided_vs_mtime", "bytes the mtime heuristic would hash in addition", "bytes" },
+        { "hash_cpu_ns", "CPU time spent hashing", "ns" },
+        { "unstable", "files that kept changing while hashed", "" },
+        { "provisional", "measurements without a lease (open writers)", "" },
+};
+
+int verb_stats(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "json", no_argument, NULL, 'j' },
+                { "prometheus", no_argument, NULL, 'p' },
+                { "top", required_argument, NULL, 't' },
+                {},
+        };
+        int c, top = 0, mode = 0;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 'j': mode = 1; break;
+                case 'p': mode = 2; break;
+                case 't': top = atoi(optarg); break;
+                default: return IVERCTL_EXIT_USAGE;
+                }
+        json_object *req = request("stats"), *r, *s, *rows;
+        json_object_object_add(req, "top", json_object_new_int(top));
+        int ret = call(req, 0, &r);
+        json_object_put(req);
+        if (ret)
+                return ret;
+        json_object_object_get_ex(r, "stats", &s);
+        json_object_object_get_ex(r, "top", &rows);
+        if (mode == 1) {
+                print_json(s);
+        } else if (mode == 2) {
+                for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++) {
+                        json_object *v;
+                        if (!json_object_object_get_ex(s, stat_fields[i].key, &v))
+                                continue;
+                        bool ns = strcmp(stat_fields[i].unit, "ns") == 0;
+                        const char *suffix = ns ? "_seconds_total" : "_total";
+                        char name[128];
+                        snprintf(name, sizeof(name), "iverd_%.*s%s",
+                                 ns ? (int) (strlen(stat_fields[i].key) - 3) : (int) strlen(stat_fields[i].key),
+                                 stat_fields[i].key, suffix);
+                        printf("# HELP %s %s.\n# TYPE %s counter\n", name, stat_fields[i].help, name);
+                        if (ns)
+                                printf("%s %.9f\n", name, (double) json_object_get_uint64(v) / 1e9);
+                        else
+                                printf("%s %" PRIu64 "\n", name, json_object_get_uint64(v));
+                }
+        } else {
+                for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++) {
+                        json_object *v;
+                        if (json_object_object_get_ex(s, stat_fields[i].key, &v))
+                                printf("%-24s %14" PRIu64 "  %s\n", stat_fields[i].key, json_object_get_uint64(v),
+                                       stat_fields[i].help);
+                }
+                if (rows && json_object_array_length(rows) > 0) {
+                        printf("\n%-12s %-12s %-14s %s\n", "REMEASURED", "AVOIDED", "BYTES", "PATH");
+                        for (size_t i = 0; i < json_object_array_length(rows); i++) {
+                                json_object *row = json_object_array_get_idx(rows, i), *v;
+                                json_object_object_get_ex(row, "remeasured", &v);
+                                printf("%-12" PRIu64, json_object_get_uint64(v));
+                                json_object_object_get_ex(row, "avoided_vs_atime", &v);
+                                printf(" %-12" PRIu64, json_object_get_uint64(v));
+                                json_object_object_get_ex(row, "bytes_hashed", &v);
+                                printf(" %-14" PRIu64 " ", json_object_get_uint64(v));
+                                json_object_object_get_ex(row, "path", &v);
+                                print_path(stdout, json_object_get_string(v));
+                                putchar('\n');
+                        }
+                }
+        }
+        json_object_put(r);
+        return IVERCTL_EXIT_OK;
+}
+
+int verb_list(int argc, char *argv[]) {
+        json_object *req = request("list"), *r, *files;
+        if (argc > 1)
+                json_object_object_add(req, "prefix", json_object_new_string(argv[1]));
+        int ret = call(req, 0, &r);
+        json_object_put(req);
+        if (ret)
+                return ret;
+        json_object_object_get_ex(r, "files", &files);
+        for (size_t i = 0; i < json_object_array_length(files); i++) {
+                json_object *f = json_object_array_get_idx(files, i), *p, *d, *st;
+                json_object_object_get_ex(f, "path", &p);
+                json_object_object_get_ex(f, "state", &st);
+                printf("%s  %-11s ", json_object_object_get_ex(f, "digest", &d) ? json_object_get_string(d) : "-",
+                       json_object_get_string(st));
+                print_path(stdout, json_object_get_string(p));
+                putchar('\n');
+        }
+        json_object_put(r);
+        return IVERCTL_EXIT_OK;
+}
+
+static int decode_b64(json_object *s, uint8_t **ret, size_t *ret_len) {
+        const char *in = json_object_get_string(s);
+        size_t n = strlen(in);
+        uint8_t *out = malloc(n / 4 * 3 + 3);
+        if (!out)
+                return -ENOMEM;
+        int k = EVP_DecodeBlock(out, (const unsigned char *) in, (int) n);
+        if (k < 0) {
+                free(out);
+                return -EBADMSG;
+        }
+        /* EVP_DecodeBlock counts padding as zero bytes */
+        if (n >= 1 && in[n - 1] == '=')
+                k--;
+        if (n >= 2 && in[n - 2] == '=')
+                k--;
+        *ret = out;
+        *ret_len = (size_t) k;
+        return 0;
+}
+
+int verb_log(int argc, char *argv[]) {
+        bool binary = has_flag(argc, argv, "--binary");
+        json_object *req = request("log"), *r, *v;
+        json_object_object_add(req, "format", json_object_new_string(binary ? "binary" : "ascii"));
+        int ret = call(req, 0, &r);
+        json_object_put(req);
+        if (ret)
+                return ret;
+        if (binary) {
+                uint8_t *buf;
+                size_t len;
+                if (!json_object_object_get_ex(r, "binary", &v) || decode_b64(v, &buf, &len) < 0) {
+                        fprintf(stderr, "iverctl: bad binary list in reply\n");
+                        json_object_put(r);
+                        return IVERCTL_EXIT_DAEMON;
+                }
+                fwrite(buf, 1, len, stdout);
+                free(buf);
+        } else if (json_object_object_get_ex(r, "ascii", &v))
+                for (size_t i = 0; i < json_object_array_length(v); i++) {
+                        json_object *line = json_object_array_get_idx(v, i);
+                        fwrite(json_object_get_string(line), 1, (size_t) json_object_get_string_len(line), stdout);
+                }
+        json_object_put(r);
+        return IVERCTL_EXIT_OK;
+}
+
+int verb_remeasure(int argc, char *argv[]) {
+        if (argc < 2) {
+                fprintf(stderr, "iverctl remeasure: no path given\n");
+                return IVERCTL_EXIT_USAGE;
+        }
+        json_object *req = request("remeasure"), *paths = json_object_new_array(), *r;
+        for (int i = 1; i < argc; i++) {
+                char abs[PATH_MAX];
+                const char *p = argv[i];
+                if (p[0] != '/') {
+                        if (!getcwd(abs, sizeof(abs)) || strlen(abs) + strlen(p) + 2 > sizeof(abs)) {
+                                fprintf(stderr, "iverctl remeasure: cannot make %s absolute\n", p);
+                                return IVERCTL_EXIT_USAGE;
+                        }
+                        strcat(abs, "/");
+                        strcat(abs, p);
+                        p = abs;
+                }
+                json_object_array_add(paths, json_object_new_string(p));
+        }
+        json_object_object_add(req, "paths", paths);
+        int ret = call(req, 0, &r);
+        json_object_put(req);
+        if (!ret)
+                json_object_put(r);
+        return ret;
+}
+
+static int simple(const char *verb) {
+        json_object *req = request(verb), *r;
+        int ret = call(req, 0, &r);
+        json_object_put(req);
+        if (!ret)
+                json_object_put(r);
+        return ret;
+}
+
+int verb_rescan(int argc, char *argv[]) {
+        return simple("rescan");
+}
+
+int verb_reload(int argc, char *argv[]) {
+        return simple("reload");
+}
+
+int verb_settle(int argc, char *argv[]) {
+        double timeout = 60;
+        for (int i = 1; i < argc; i++)
+                if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+                        char *end;
+                        timeout = strtod(argv[++i], &end);
+                        if (*end || !(timeout > 0)) {
+                                fprintf(stderr, "iverctl settle: bad --timeout '%s'\n", argv[i]);
+                                return IVERCTL_EXIT_USAGE;
+                        }
+                } else {
+                        fprintf(stderr, "iverctl settle: unknown argument '%s'\n", argv[i]);
+                        return IVERCTL_EXIT_USAGE;
+                }
+        json_object *req = request("settle"), *r;
+        json_object_object_add(req, "timeout", json_object_new_double(timeout));
+        int ret = call(req, timeout + 5, &r);
+        json_object_put(req);
+        if (!ret)
+                json_object_put(r);
+        return ret;
+}
+
+static int write_file(const char *dir, const char *name, const void *p, size_t len) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, p, len) != (ssize_t) len) {
+                fprintf(stderr, "iverctl quote: cannot write %s: %s\n", path, strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                return -1;
+        }
+        close(fd);
+        return 0;
+}
+
+int verb_quote(int argc, char *argv[]) {
+        const char *nonce = NULL, *out = NULL;
+        for (int i = 1; i + 1 < argc; i += 2)
+                if (strcmp(argv[i], "--nonce") == 0)
+                        nonce = argv[i + 1];
+                else if (strcmp(argv[i], "--out") == 0)
+                        out = argv[i + 1];
+        if (!nonce || !out) {
+                fprintf(stderr, "iverctl quote: usage: quote --nonce HEX --out DIR\n");
+                return IVERCTL_EXIT_USAGE;
+        }
+        if (mkdir(out, 0755) < 0 && errno != EEXIST) {
+                fprintf(stderr, "iverctl quote: cannot create %s: %s\n", out, strerror(errno));
+                return IVERCTL_EXIT_FAILURE;
+        }
+        json_object *req = request("quote"), *r;
+        json_object_object_add(req, "nonce", json_object_new_string(nonce));
+        int ret = call(req, 0, &r);
+        json_object_put(req);
+        if (ret)
+                return ret;
+        static const struct {
+                const char *key, *file;
+        } parts[] = { { "msg", "quote.msg" }, { "sig", "quote.sig" }, { "pcrs", "pcrs.out" }, { "list", "measurements.bin" } };
+        for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+                json_object *v;
+                uint8_t *buf;
+                size_t len;
+                if (!json_object_object_get_ex(r, parts[i].key, &v) || decode_b64(v, &buf, &len) < 0 ||
+                    (write_file(out, parts[i].file, buf, len) < 0 ? (free(buf), 1) : (free(buf), 0))) {
+                        json_object_put(r);
+                        return IVERCTL_EXIT_FAILURE;
+                }
+        }
+        json_object *ak, *sel, *pcr;
+        json_object_object_get_ex(r, "ak_pem", &ak);
+        json_object_object_get_ex(r, "selection", &sel);
+        json_object_object_get_ex(r, "pcr", &pcr);
+        if (write_file(out, "ak.pub.pem", json_object_get_string(ak), (size_t) json_object_get_string_len(ak)) < 0 ||
+            write_file(out, "nonce", nonce, strlen(nonce)) < 0) {
+                json_object_put(r);
+                return IVERCTL_EXIT_FAILURE;
+        }
+        printf("Quote written to %s (PCR %d, selection %s).\n"
+               "Verify: tpm2_checkquote -u %s/ak.pub.pem -m %s/quote.msg -s %s/quote.sig -f %s/pcrs.out -l %s -g sha256 -q %s\n",
+               out, json_object_get_int(pcr), json_object_get_string(sel), out, out, out, out,
+               json_object_get_string(sel), nonce);
+        json_object_put(r);
+        return IVERCTL_EXIT_OK;
+}

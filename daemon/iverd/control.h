@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+
+typedef struct Manager Manager;
+typedef struct Control Control;
+typedef struct Conn Conn;
+
+/* The control socket: a unix stream socket (from socket activation or our
+ * own), one JSON request a line, one JSON reply a line, then close. Peer
+ * credentials are read at accept and checked for every verb. Requests over
+ * 64 KiB, malformed JSON or silence for 10 s get an error or a close, never
+ * a crash or a stuck loop. */
+int control_new(Manager *m, const char *path, Control **ret);
+Control *control_free(Control *c);
+const char *control_path(const Control *c);
+/* Answer settle waiters whose condition now holds. */
+void control_settled(Control *c);
+
+/* For verbs: the peer, and replying later (settle). */
+const struct ucred *conn_peer(const Conn *c);
+void conn_reply(Conn *c, json_object *reply);   /* takes ownership; closes after sending */
+/* Park the connection until settled or timeout_usec passes. */
+int conn_wait_settled(Conn *c, uint64_t timeout_usec);
+
+/* The verbs (verbs.c). A handler either returns a reply object (sent at
+ * once) or NULL after parking the connection. */
+typedef enum VerbAccess { VERB_READ, VERB_ROOT } VerbAccess;
+typedef json_object *(*verb_fn)(Manager *m, Conn *c, json_object *req);
+typedef struct VerbDef {
+        const char *name;
+        VerbAccess access;
+        verb_fn run;
+} VerbDef;
+const VerbDef *verb_find(const char *name);
+json_object *reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

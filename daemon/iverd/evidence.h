@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "iver/check.h"
+#include "iver/conf.h"
+#include "iver/policy.h"
+
+typedef struct Manager Manager;
+typedef struct Evidence Evidence;
+
+/* The measurement list (write-ahead, in the runtime directory) and the TPM
+ * extend queue. Entries are appended and flushed before they are extended;
+ * extends drain in list order and never block the loop for long. */
+int evidence_new(Manager *m, const IverConf *conf, Evidence **ret);
+Evidence *evidence_free(Evidence *e);
+/* A new measurement of path: append to the list (dedup by template digest)
+ * and queue the extend. */
+int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d);
+/* Whether extends are still waiting for the TPM. */
+bool evidence_pending(const Evidence *e);
+/* status fields: tpm, pcr, list_length, pending_extends… */
+void evidence_status(const Evidence *e, json_object *o);
+/* log verb: the list in ascii or base64 binary. */
+int evidence_log(const Evidence *e, json_object *req, json_object *reply);
+/* quote verb: nonce + out dir → quote files. */
+int evidence_quote(Evidence *e, json_object *req, json_object *reply, char **ret_error);

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* iverd: command line, then the manager's loop. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "caps.h"
+#include "log.h"
+#include "manager.h"
+
+static void help(void) {
+        printf("Usage: iverd [OPTIONS]\n\n"
+               "Integrity measurement daemon: measures the files its policy names, re-hashing only\n"
+               "when a file's change cookie moves, and extends every new measurement into a TPM PCR.\n\n"
+               "  --config FILE                 configuration (default %s)\n"
+               "  --policy FILE|DIR             policy file or drop-in directory (overrides the default)\n"
+               "  --socket PATH                 control socket\n"
+               "  --runtime-dir DIR             measurement list, socket (default /run/iverd)\n"
+               "  --state-dir DIR               persistent state (default /var/lib/iverd)\n"
+               "  --tpm TCTI|none               TPM (e.g. device:/dev/tpmrm0, swtpm:path=…)\n"
+               "  --pcr N|auto                  PCR to extend\n"
+               "  --version-source auto|statx|ctime\n"
+               "  --workers N                   hashing threads (default: one per CPU)\n"
+               "  -v, --verbose                 log every measurement\n"
+               "  -h, --help                    this help\n",
+               IVER_CONF_FILE);
+}
+
+int main(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "config", required_argument, NULL, 'c' },
+                { "policy", required_argument, NULL, 'p' },
+                { "socket", required_argument, NULL, 's' },
+                { "runtime-dir", required_argument, NULL, 'R' },
+                { "state-dir", required_argument, NULL, 'S' },
+                { "tpm", required_argument, NULL, 't' },
+                { "pcr", required_argument, NULL, 'P' },
+                { "version-source", required_argument, NULL, 'V' },
+                { "workers", required_argument, NULL, 'w' },
+                { "verbose", no_argument, NULL, 'v' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        Overrides o = { .pcr = -2, .version_source = -1 };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "vh", options, NULL)) >= 0) {
+                char *end;
+                long v;
+                switch (c) {
+                case 'c': o.config = optarg; break;
+                case 'p': o.policy = optarg; break;
+                case 's': o.socket = optarg; break;
+                case 'R': o.runtime_dir = optarg; break;
+                case 'S': o.state_dir = optarg; break;
+                case 't': o.tpm = optarg; break;
+                case 'P':
+                        if (strcmp(optarg, "auto") == 0) {
+                                o.pcr = IVER_CONF_PCR_AUTO;
+                                break;
+                        }
+                        v = strtol(optarg, &end, 10);
+                        if (*optarg == 0 || *end || v < 0 || v > 23) {
+                                fprintf(stderr, "iverd: --pcr: expected 0..23 or auto, got '%s'\n", optarg);
+                                return 2;
+                        }
+                        o.pcr = (int) v;
+                        break;
+                case 'V':
+                        o.version_source = iver_version_source_from_string(optarg);
+                        if (o.version_source < 0) {
+                                fprintf(stderr, "iverd: --version-source: expected auto, statx or ctime, got '%s'\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case 'w':
+                        v = strtol(optarg, &end, 10);
+                        if (*optarg == 0 || *end || v < 1 || v > 256) {
+                                fprintf(stderr, "iverd: --workers: expected 1..256, got '%s'\n", optarg);
+                                return 2;
+                        }
+                        o.workers = (int) v;
+                        break;
+                case 'v': o.verbose = true; break;
+                case 'h': help(); return 0;
+                default: return 2;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "iverd: unexpected argument '%s'\n", argv[optind]);
+                return 2;
+        }
+
+        log_setup(o.verbose);
+        Manager *m = NULL;
+        int r = manager_new(&o, &m);
+        if (r < 0) {
+                log_close();
+                return 1;
+        }
+        r = manager_start(m);
+        if (r >= 0) {
+                caps_drop_unneeded();
+                r = manager_run(m);
+        }
+        manager_free(m);
+        log_close();
+        return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "iver/check.h"
+#include "iver/conf.h"
+#include "iver/policy.h"
+#include "queue.h"
+#include "workers.h"
+
+typedef struct Walk Walk;
+typedef struct Watch Watch;
+typedef struct Control Control;
+typedef struct Evidence Evidence;
+
+/* Command-line settings that override the config file (NULL / -1: not given). */
+typedef struct Overrides {
+        const char *config;
+        const char *policy;
+        const char *socket;
+        const char *runtime_dir;
+        const char *state_dir;
+        const char *tpm;
+        int pcr;
+        int version_source;
+        int workers;
+        bool verbose;
+} Overrides;
+
+typedef struct Manager {
+        sd_event *event;
+        Overrides overrides;
+        IverConf conf;
+        IverPolicy *policy;
+        char *policy_source;            /* what was loaded, for status */
+        IverContext *ctx;
+        Queue *queue;
+        Workers *workers;
+        unsigned max_inflight;
+        Walk *walk;
+        Watch *watch;
+        Control *control;
+        Evidence *evidence;             /* measurement list + TPM (may be NULL) */
+        sd_event_source *worker_source, *rescan_timer, *status_timer, *dispatch_source;
+
+        /* progress and counters for status */
+        bool initial_scan_done;
+        uint64_t scan_files, scan_estimate, scans;
+        uint64_t errors, not_regular, violations, measurements, rescans_overflow;
+        uint64_t peak_queued;
+        uint64_t gid_stats;             /* group allowed to read (UINT64_MAX: none) */
+        bool ready_sent;
+} Manager;
+
+int manager_new(const Overrides *o, Manager **ret);
+Manager *manager_free(Manager *m);
+int manager_start(Manager *m);
+int manager_run(Manager *m);
+
+/* Queue a path for checking (from walker, watcher, control). */
+void manager_queue(Manager *m, const char *path);
+/* Full rescan of everything the policy can measure. */
+int manager_rescan(Manager *m);
+/* Reload config + policy atomically; on error the running ones stay and
+ * *ret_error (if given) gets the message. */
+int manager_reload(Manager *m, char **ret_error);
+/* Whether nothing is queued, hashing, walking or waiting for the TPM. */
+bool manager_settled(const Manager *m);
+/* Called when something may have settled (wakes iverctl settle waiters). */
+void manager_maybe_settled(Manager *m);
+
+/* Policy question for walker and watcher: may anything below dir be measured? */
+bool manager_dir_wanted(const Manager *m, const char *dir);

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Pending checks, coalesced per path: a path is queued at most once, and an
+ * event for a path whose check is in flight only marks it to run again. So a
+ * storm of N events on F files costs O(F) memory, not O(N). */
+typedef struct Queue Queue;
+
+int queue_new(Queue **ret);
+Queue *queue_free(Queue *q);
+
+/* 1: newly queued; 0: coalesced into a pending or in-flight check; -errno. */
+int queue_push(Queue *q, const char *path);
+/* The oldest queued path, now in flight (borrowed until queue_done), or NULL. */
+const char *queue_pop(Queue *q);
+/* The check of path (as returned by queue_pop) finished: forgets it, or
+ * re-queues it if events came in meanwhile. */
+void queue_done(Queue *q, const char *path);
+
+size_t queue_queued(const Queue *q);
+size_t queue_inflight(const Queue *q);
+size_t queue_coalesced(const Queue *q);  /* events absorbed since start */

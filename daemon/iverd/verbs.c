@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Control verbs: build replies from the manager's state. */
+#include <string.h>
+
+#include "control.h"
+#include "evidence.h"
+#include "log.h"
+#include "manager.h"
+#include "walk.h"
+#include "watch.h"
+
+#define ADD(o, k, v) json_object_object_add((o), (k), (v))
+#define U64(x) json_object_new_uint64((uint64_t) (x))
+
+static json_object *ok_reply(void) {
+        json_object *o = json_object_new_object();
+        ADD(o, "ok", json_object_new_boolean(1));
+        return o;
+}
+
+static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
+        json_object *o = ok_reply(), *vs = json_object_new_array();
+        IverCookieTable *t = iver_context_cookies(m->ctx);
+        uint32_t dev;
+        IverCookieSource src;
+        uint64_t magic;
+        for (unsigned i = 0; iver_cookie_table_get(t, i, &dev, &src, &magic); i++) {
+                json_object *e = json_object_new_object();
+                char d[32];
+                snprintf(d, sizeof(d), "%u:%u", dev >> 20, dev & 0xfffff);
+                ADD(e, "dev", json_object_new_string(d));
+                const char *fs = iver_fstype_to_name(magic);
+                ADD(e, "fstype", fs ? json_object_new_string(fs) : NULL);
+                ADD(e, "source", json_object_new_string(iver_cookie_source_to_string(src)));
+                json_object_array_add(vs, e);
+        }
+        ADD(o, "version_sources", vs);
+        ADD(o, "watches", U64(watch_count(m->watch)));
+        ADD(o, "unwatched_dirs", U64(watch_failed(m->watch)));
+        ADD(o, "inotify_overflows", U64(watch_overflows(m->watch)));
+        ADD(o, "pending", U64(queue_queued(m->queue) + queue_inflight(m->queue)));
+        ADD(o, "queued", U64(queue_queued(m->queue)));
+        ADD(o, "hashing", U64(queue_inflight(m->queue)));
+        ADD(o, "peak_queued", U64(m->peak_queued));
+        ADD(o, "coalesced_events", U64(queue_coalesced(m->queue)));
+        ADD(o, "scanning", json_object_new_boolean(walk_busy(m->walk)));
+        ADD(o, "initial_scan_done", json_object_new_boolean(m->initial_scan_done));
+        ADD(o, "scans", U64(m->scans));
+        ADD(o, "cached_files", U64(iver_cache_size(iver_context_cache(m->ctx))));
+        ADD(o, "workers", U64(workers_count(m->workers)));
+        ADD(o, "errors", U64(m->errors));
+        ADD(o, "violations", U64(m->violations));
+        ADD(o, "policy", json_object_new_string(m->policy_source ?: ""));
+        ADD(o, "socket", json_object_new_string(control_path(m->control)));
+        evidence_status(m->evidence, o);
+        return o;
+}
+
+static json_object *verb_stats(Manager *m, Conn *c, json_object *req) {
+        const IverLedgerCounters *k = iver_ledger_counters(iver_context_ledger(m->ctx));
+        json_object *o = ok_reply(), *s = json_object_new_object();
+#define F(name) ADD(s, #name, U64(k->name));
+        F(checks) F(first_seen) F(remeasured) F(avoided_vs_atime) F(avoided_vs_mtime) F(extra_vs_mtime)
+        F(missed_by_mtime) F(unchanged_content) F(atime_rehashes) F(mtime_rehashes) F(bytes_hashed)
+        F(bytes_avoided_vs_atime) F(bytes_avoided_vs_mtime) F(hash_cpu_ns) F(unstable) F(provisional)
+#undef F
+        ADD(o, "stats", s);
+        json_object *v;
+        int top = 10;
+        if (json_object_object_get_ex(req, "top", &v) && json_object_is_type(v, json_type_int))
+                top = json_object_get_int(v);
+        if (top < 0 || top > 64)
+                return (json_object_put(o), reply_error("top must be 0..64"));
+        IverLedgerTop rows[64];
+        unsigned n = iver_ledger_top(iver_context_ledger(m->ctx), rows, (unsigned) top);
+        json_object *a = json_object_new_array();
+        for (unsigned i = 0; i < n; i++) {
+                json_object *r = json_object_new_object();
+                ADD(r, "path", json_object_new_string(rows[i].path));
+                ADD(r, "remeasured", U64(rows[i].remeasured));
+                ADD(r, "avoided_vs_atime", U64(rows[i].avoided_vs_atime));
+                ADD(r, "bytes_hashed", U64(rows[i].bytes_hashed));
+                json_object_array_add(a, r);
+        }
+        ADD(o, "top", a);
+        return o;
+}
+
+static json_object *verb_list(Manager *m, Conn *c, json_object *req) {
+        IverCache *cache = iver_context_cache(m->ctx);
+        json_object *v, *o = ok_reply(), *a = json_object_new_array();
+        const char *prefix = json_object_object_get_ex(req, "prefix", &v) ? json_object_get_string(v) : "";
+        size_t plen = strlen(prefix);
+        char hex[2 * IVER_DIGEST_MAX + 1];
+        for (size_t i = 0; i < iver_cache_size(cache); i++) {
+                size_t len;
+                const char *p = iver_cache_path(cache, (uint32_t) i, &len);
+                if (len < plen || memcmp(p, prefix, plen) != 0)
+                        continue;
+                IverEntry e;
+                iver_cache_get(cache, (uint32_t) i, &e);
+                json_object *r = json_object_new_object();
+                ADD(r, "path", json_object_new_string_len(p, (int) len));
+                if (e.flags & IVER_ENTRY_MEASURED) {
+                        char d[2 * IVER_DIGEST_MAX + 16];
+                        snprintf(d, sizeof(d), "%s:%s", iver_hash_algo_to_string(e.digest.algo),
+                                 iver_digest_to_hex(&e.digest, hex));
+                        ADD(r, "digest", json_object_new_string(d));
+                }
+                const char *state = e.flags & IVER_ENTRY_UNSTABLE      ? "unstable"
+                                    : e.flags & IVER_ENTRY_PROVISIONAL ? "provisional"
+                                    : e.flags & IVER_ENTRY_RACY        ? "racy"
+                                                                       : "measured";
+                ADD(r, "state", json_object_new_string(state));
+                ADD(r, "size", U64(e.size));
+                json_object_array_add(a, r);
+        }
+        ADD(o, "files", a);
+        return o;
+}
+
+static json_object *verb_remeasure(Manager *m, Conn *c, json_object *req) {
+        json_object *paths;
+        if (!json_object_object_get_ex(req, "paths", &paths) || !json_object_is_type(paths, json_type_array))
+                return reply_error("remeasure needs \"paths\": an array of absolute paths");
+        size_t n = json_object_array_length(paths);
+        for (size_t i = 0; i < n; i++) {
+                json_object *p = json_object_array_get_idx(paths, i);
+                if (!json_object_is_type(p, json_type_string) || json_object_get_string(p)[0] != '/' ||
+                    strlen(json_object_get_string(p)) != (size_t) json_object_get_string_len(p))
+                        return reply_error("path %zu is not an absolute path without NUL bytes", i);
+        }
+        for (size_t i = 0; i < n; i++)
+                manager_queue(m, json_object_get_string(json_object_array_get_idx(paths, i)));
+        json_object *o = ok_reply();
+        ADD(o, "queued", U64(n));
+        return o;
+}
+
+static json_object *verb_rescan(Manager *m, Conn *c, json_object *req) {
+        int r = manager_rescan(m);
+        if (r < 0)
+                return reply_error("rescan failed: %s", strerror(-r));
+        return ok_reply();
+}
+
+static json_object *verb_settle(Manager *m, Conn *c, json_object *req) {
+        json_object *v;
+        double timeout = 60;
+        if (json_object_object_get_ex(req, "timeout", &v))
+                timeout = json_object_get_double(v);
+        if (!(timeout > 0 && timeout <= 86400))
+                return reply_error("timeout must be in (0, 86400] seconds");
+        if (manager_settled(m)) {
+                json_object *o = ok_reply();
+                ADD(o, "settled", json_object_new_boolean(1));
+                return o;
+        }
+        if (conn_wait_settled(c, (uint64_t) (timeout * 1e6)) < 0)
+                return reply_error("cannot wait");
+        return NULL;
+}
+
+static json_object *verb_reload(Manager *m, Conn *c, json_object *req) {
+        char *err = NULL;
+        int r = manager_reload(m, &err);
+        if (r < 0) {
+                json_object *o = reply_error("%s", err ?: strerror(-r));
+                free(err);
+                return o;
+        }
+        return ok_reply();
+}
+
+static json_object *verb_log(Manager *m, Conn *c, json_object *req) {
+        json_object *o = ok_reply();
+        int r = evidence_log(m->evidence, req, o);
+        if (r < 0) {
+                json_object_put(o);
+                return reply_error("no measurement list: %s", strerror(-r));
+        }
+        return o;
+}
+
+static json_object *verb_quote(Manager *m, Conn *c, json_object *req) {
+        json_object *o = ok_reply();
+        char *err = NULL;
+        int r = evidence_quote(m->evidence, req, o, &err);
+        if (r < 0) {
+                json_object_put(o);
+                o = reply_error("quote failed: %s", err ?: strerror(-r));
+                free(err);
+        }
+        return o;
+}
+
+static const VerbDef verbs[] = {
+        { "status", VERB_READ, verb_status },
+        { "stats", VERB_READ, verb_stats },
+        { "list", VERB_READ, verb_list },
+        { "log", VERB_READ, verb_log },
+        { "settle", VERB_READ, verb_settle },
+        { "remeasure", VERB_ROOT, verb_remeasure },
+        { "rescan", VERB_ROOT, verb_rescan },
+        { "reload", VERB_ROOT, verb_reload },
+        { "quote", VERB_ROOT, verb_quote },
+};
+
+const VerbDef *verb_find(const char *name) {
+        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+                if (strcmp(verbs[i].name, name) == 0)
+                        return &verbs[i];
+        return NULL;
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Incremental rescan walker. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "walk.h"
+#include "watch.h"
+
+#define STEP_ENTRIES 2048
+
+typedef struct Dir {
+        struct Dir *next;
+        char path[];
+} Dir;
+
+struct Walk {
+        Manager *m;
+        Dir *todo;            /* stack of directories still to read */
+        DIR *cur;
+        char *cur_path;
+        sd_event_source *source;
+        uint64_t files;
+};
+
+static int walk_step(sd_event_source *s, void *userdata);
+
+int walk_new(Manager *m, Walk **ret) {
+        Walk *w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        w->m = m;
+        int r = sd_event_add_defer(m->event, &w->source, walk_step, w);
+        if (r < 0) {
+                free(w);
+                return r;
+        }
+        (void) sd_event_source_set_priority(w->source, SD_EVENT_PRIORITY_IDLE);
+        (void) sd_event_source_set_enabled(w->source, SD_EVENT_OFF);
+        *ret = w;
+        return 0;
+}
+
+Walk *walk_free(Walk *w) {
+        if (!w)
+                return NULL;
+        while (w->todo) {
+                Dir *d = w->todo;
+                w->todo = d->next;
+                free(d);
+        }
+        if (w->cur)
+                closedir(w->cur);
+        free(w->cur_path);
+        sd_event_source_unref(w->source);
+        free(w);
+        return NULL;
+}
+
+static int push(Walk *w, const char *path) {
+        size_t len = strlen(path);
+        Dir *d = malloc(sizeof(Dir) + len + 1);
+        if (!d)
+                return -ENOMEM;
+        memcpy(d->path, path, len + 1);
+        d->next = w->todo;
+        w->todo = d;
+        return 0;
+}
+
+int walk_add(Walk *w, const char *dir) {
+        int r = push(w, dir);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(w->source, SD_EVENT_ON);
+}
+
+bool walk_busy(const Walk *w) {
+        return w->todo || w->cur;
+}
+
+uint64_t walk_files_seen(const Walk *w) {
+        return w->files;
+}
+
+static char *join(const char *dir, const char *name) {
+        size_t a = strlen(dir), b = strlen(name);
+        char *p = malloc(a + b + 2);
+        if (!p)
+                return NULL;
+        memcpy(p, dir, a);
+        size_t o = a;
+        if (a == 0 || dir[a - 1] != '/')
+                p[o++] = '/';
+        memcpy(p + o, name, b + 1);
+        return p;
+}
+
+static int walk_step(sd_event_source *s, void *userdata) {
+        Walk *w = userdata;
+        unsigned n = 0;
+
+        while (n < STEP_ENTRIES) {
+                if (!w->cur) {
+                        Dir *d = w->todo;
+                        if (!d)
+                                break;
+                        w->todo = d->next;
+                        free(w->cur_path);
+                        w->cur_path = strdup(d->path);
+                        free(d);
+                        if (!w->cur_path)
+                                return log_error_errno(-ENOMEM, "Out of memory while walking");
+                        int fd = open(w->cur_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+                        if (fd < 0 && errno == EPERM)
+                                fd = open(w->cur_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (fd < 0) {
+                                if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+                                        log_warning_errno(errno, "Cannot read directory %s: %m", w->cur_path);
+                                continue;
+                        }
+                        w->cur = fdopendir(fd);
+                        if (!w->cur) {
+                                close(fd);
+                                continue;
+                        }
+                        watch_add(w->m->watch, w->cur_path);
+                }
+                errno = 0;
+                struct dirent *de = readdir(w->cur);
+                if (!de) {
+                        closedir(w->cur);
+                        w->cur = NULL;
+                        continue;
+                }
+                n++;
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                _cleanup_free_ char *p = join(w->cur_path, de->d_name);
+                if (!p)
+                        return log_error_errno(-ENOMEM, "Out of memory while walking");
+                unsigned char type = de->d_type;
+                if (type == DT_UNKNOWN) {
+                        struct stat st;
+                        if (fstatat(dirfd(w->cur), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                                type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_FIFO;
+                }
+                if (type == DT_DIR) {
+                        if (manager_dir_wanted(w->m, p))
+                                (void) push(w, p);
+                } else if (type == DT_REG || type == DT_UNKNOWN) {
+                        w->files++;
+                        manager_queue(w->m, p);
+                }
+                /* symlinks, FIFOs, sockets, devices: never measured, never followed */
+        }
+        if (!walk_busy(w)) {
+                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                manager_maybe_settled(w->m);
+        }
+        return 0;
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct Manager Manager;
+typedef struct Walk Walk;
+
+/* An incremental directory walker run from the event loop: each step reads
+ * a bounded number of entries, queues regular files and adds watches on
+ * directories, skipping subtrees the policy can never measure. */
+int walk_new(Manager *m, Walk **ret);
+Walk *walk_free(Walk *w);
+/* Add a root to walk (deduplicated while walking). */
+int walk_add(Walk *w, const char *dir);
+bool walk_busy(const Walk *w);
+uint64_t walk_files_seen(const Walk *w);

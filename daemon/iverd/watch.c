@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* inotify watches on measured directories. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "walk.h"
+#include "watch.h"
+
+#define WATCH_MASK (IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
+                    IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
+
+typedef struct WatchDir {
+        int wd;
+        char *path;
+} WatchDir;
+
+struct Watch {
+        Manager *m;
+        int fd;
+        sd_event_source *source;
+        WatchDir *dirs;          /* open addressing by wd */
+        unsigned n, cap, tomb;
+        unsigned failed;
+        bool warned_limit;
+        uint64_t overflows, events;
+};
+
+static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+
+int watch_new(Manager *m, Watch **ret) {
+        Watch *w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        w->m = m;
+        w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (w->fd < 0) {
+                int r = -errno;
+                free(w);
+                return r;
+        }
+        int r = sd_event_add_io(m->event, &w->source, w->fd, EPOLLIN, on_inotify, w);
+        if (r < 0) {
+                close(w->fd);
+                free(w);
+                return r;
+        }
+        *ret = w;
+        return 0;
+}
+
+Watch *watch_free(Watch *w) {
+        if (!w)
+                return NULL;
+        for (unsigned i = 0; i < w->cap; i++)
+                free(w->dirs[i].path);
+        free(w->dirs);
+        sd_event_source_unref(w->source);
+        close(w->fd);
+        free(w);
+        return NULL;
+}
+
+static WatchDir *slot(Watch *w, int wd) {
+        if (!w->cap)
+                return NULL;
+        for (unsigned i = (unsigned) wd * 2654435761U;; i++) {
+                WatchDir *d = &w->dirs[i & (w->cap - 1)];
+                if (d->wd == wd || d->wd == 0)
+                        return d;
+        }
+}
+
+static int grow(Watch *w) {
+        unsigned ncap = w->cap ? w->cap * 2 : 1024;
+        WatchDir *old = w->dirs;
+        unsigned ocap = w->cap;
+        w->dirs = calloc(ncap, sizeof(WatchDir));
+        if (!w->dirs) {
+                w->dirs = old;
+                return -ENOMEM;
+        }
+        w->cap = ncap;
+        w->tomb = 0;
+        for (unsigned i = 0; i < ocap; i++)
+                if (old[i].wd > 0)
+                        *slot(w, old[i].wd) = old[i];
+        free(old);
+        return 0;
+}
+
+/* Removal by backward shift is not worth it: keep the path NULL and the wd
+ * as a tombstone (-wd), rare (directory deletions). */
+static void forget(Watch *w, int wd) {
+        WatchDir *d = slot(w, wd);
+        if (d && d->wd == wd) {
+                free(d->path);
+                d->path = NULL;
+                d->wd = -wd;
+                w->n--;
+                w->tomb++;
+        }
+}
+
+void watch_add(Watch *w, const char *dir) {
+        int wd = inotify_add_watch(w->fd, dir, WATCH_MASK);
+        if (wd < 0) {
+                if (errno == ENOSPC) {
+                        w->failed++;
+                        if (!w->warned_limit) {
+                                w->warned_limit = true;
+                                log_warning("inotify watch limit reached at %s: unwatched directories are covered by the periodic rescan "
+                                            "(raise fs.inotify.max_user_watches)", dir);
+                        }
+                } else if (errno != ENOENT && errno != ENOTDIR)
+                        log_warning_errno(errno, "Cannot watch %s: %m", dir);
+                return;
+        }
+        if ((w->n + w->tomb + 1) * 2 > w->cap && grow(w) < 0)
+                return;
+        WatchDir *d = slot(w, wd);
+        if (d->wd == wd && d->path) {
+                if (strcmp(d->path, dir) != 0) { /* same directory under a new name (moved) */
+                        char *p = strdup(dir);
+                        if (p) {
+                                free(d->path);
+                                d->path = p;
+                        }
+                }
+                return;
+        }
+        d->path = strdup(dir);
+        if (!d->path)
+                return;
+        d->wd = wd;
+        w->n++;
+}
+
+unsigned watch_count(const Watch *w) {
+        return w->n;
+}
+
+unsigned watch_failed(const Watch *w) {
+        return w->failed;
+}
+
+uint64_t watch_overflows(const Watch *w) {
+        return w->overflows;
+}
+
+uint64_t watch_events(const Watch *w) {
+        return w->events;
+}
+
+static char *join(const char *dir, const char *name) {
+        size_t a = strlen(dir), b = strlen(name);
+        char *p = malloc(a + b + 2);
+        if (!p)
+                return NULL;
+        memcpy(p, dir, a);
+        p[a] = '/';
+        memcpy(p + a + 1, name, b + 1);
+        return p;
+}
+
+static void handle(Watch *w, const struct inotify_event *ev) {
+        w->events++;
+        if (ev->mask & IN_Q_OVERFLOW) {
+                w->overflows++;
+                log_warning("inotify queue overflowed: events were lost, rescanning everything");
+                (void) manager_rescan(w->m);
+                return;
+        }
+        if (ev->mask & IN_IGNORED) {
+                forget(w, ev->wd);
+                return;
+        }
+        WatchDir *d = slot(w, ev->wd);
+        if (!d || d->wd != ev->wd || !d->path)
+                return;
+        if (ev->len == 0)
+                return; /* IN_DELETE_SELF / IN_MOVE_SELF: the parent's event covers it */
+        _cleanup_free_ char *p = join(d->path, ev->name);
+        if (!p)
+                return;
+        if (ev->mask & IN_ISDIR) {
+                if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && manager_dir_wanted(w->m, p))
+                        (void) walk_add(w->m->walk, p);
+                return;
+        }
+        /* deletions and moves away: the check sees ENOENT and drops the entry */
+        manager_queue(w->m, p);
+}
+
+static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Watch *w = userdata;
+        char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+        for (int rounds = 0; rounds < 16; rounds++) { /* bounded: let other sources run */
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n <= 0)
+                        break;
+                for (char *p = buf; p < buf + n;) {
+                        const struct inotify_event *ev = (const struct inotify_event *) p;
+                        handle(w, ev);
+                        p += sizeof(*ev) + ev->len;
+                }
+        }
+        return 0;
+}

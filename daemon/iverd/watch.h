@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct Manager Manager;
+typedef struct Watch Watch;
+
+/* inotify triggers: one watch a measured directory. Events on files queue a
+ * check; new or moved-in directories are walked; IN_Q_OVERFLOW means events
+ * were lost, so everything is rescanned. When the watch limit is reached the
+ * unwatched directories are counted and covered by the periodic rescan. */
+int watch_new(Manager *m, Watch **ret);
+Watch *watch_free(Watch *w);
+/* Watch dir (idempotent). */
+void watch_add(Watch *w, const char *dir);
+unsigned watch_count(const Watch *w);
+unsigned watch_failed(const Watch *w);     /* directories left unwatched (limit) */
+uint64_t watch_overflows(const Watch *w);
+uint64_t watch_events(const Watch *w);

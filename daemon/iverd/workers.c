@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Worker threads hash files; results return to the loop via an eventfd. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "workers.h"
+
+struct Workers {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        Job *todo_head, *todo_tail;
+        Job *done_head, *done_tail;
+        bool stopping;
+        int efd;
+        unsigned n;
+        pthread_t threads[];
+};
+
+static void append(Job **head, Job **tail, Job *j) {
+        j->next = NULL;
+        if (*tail)
+                (*tail)->next = j;
+        else
+                *head = j;
+        *tail = j;
+}
+
+static void *worker_main(void *arg) {
+        Workers *w = arg;
+        pthread_mutex_lock(&w->lock);
+        for (;;) {
+                while (!w->todo_head && !w->stopping)
+                        pthread_cond_wait(&w->cond, &w->lock);
+                if (w->stopping)
+                        break;
+                Job *j = w->todo_head;
+                w->todo_head = j->next;
+                if (!w->todo_head)
+                        w->todo_tail = NULL;
+                pthread_mutex_unlock(&w->lock);
+
+                j->r = iver_measure(AT_FDCWD, j->path, &j->opt, &j->m);
+
+                pthread_mutex_lock(&w->lock);
+                append(&w->done_head, &w->done_tail, j);
+                uint64_t one = 1;
+                (void) !write(w->efd, &one, sizeof(one));
+        }
+        pthread_mutex_unlock(&w->lock);
+        return NULL;
+}
+
+int workers_new(unsigned n, Workers **ret) {
+        if (n == 0)
+                n = 1;
+        Workers *w = calloc(1, sizeof(*w) + n * sizeof(pthread_t));
+        if (!w)
+                return -ENOMEM;
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_cond_init(&w->cond, NULL);
+        w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (w->efd < 0) {
+                int r = -errno;
+                free(w);
+                return r;
+        }
+        /* workers never take signals: the loop owns them (signalfd) */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        for (unsigned i = 0; i < n; i++) {
+                if (pthread_create(&w->threads[i], NULL, worker_main, w) != 0)
+                        break;
+                w->n++;
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (w->n == 0) {
+                workers_free(w);
+                return -EAGAIN;
+        }
+        *ret = w;
+        return 0;
+}
+
+Workers *workers_free(Workers *w) {
+        if (!w)
+                return NULL;
+        pthread_mutex_lock(&w->lock);
+        w->stopping = true;
+        pthread_cond_broadcast(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+        for (unsigned i = 0; i < w->n; i++)
+                pthread_join(w->threads[i], NULL);
+        for (Job *j = w->todo_head, *next; j; j = next) {
+                next = j->next;
+                free(j);
+        }
+        for (Job *j = w->done_head, *next; j; j = next) {
+                next = j->next;
+                free(j);
+        }
+        if (w->efd >= 0)
+                close(w->efd);
+        pthread_cond_destroy(&w->cond);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return NULL;
+}
+
+int workers_eventfd(const Workers *w) {
+        return w->efd;
+}
+
+unsigned workers_count(const Workers *w) {
+        return w->n;
+}
+
+void workers_submit(Workers *w, Job *j) {
+        pthread_mutex_lock(&w->lock);
+        append(&w->todo_head, &w->todo_tail, j);
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+}
+
+Job *workers_take_done(Workers *w) {
+        uint64_t v;
+        (void) !read(w->efd, &v, sizeof(v));
+        pthread_mutex_lock(&w->lock);
+        Job *j = w->done_head;
+        w->done_head = w->done_tail = NULL;
+        pthread_mutex_unlock(&w->lock);
+        return j;
+}

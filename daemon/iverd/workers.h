@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+#include "iver/check.h"
+
+/* The hashing worker pool. Jobs carry everything a worker needs; workers
+ * touch no shared state but the two job lists, and wake the event loop
+ * through an eventfd when results are ready. */
+typedef struct Job {
+        struct Job *next;
+        const char *path;          /* borrowed from the queue until finished */
+        IverPending pending;
+        IverMeasureOptions opt;
+        int r;                     /* iver_measure()'s return */
+        IverMeasurement m;
+} Job;
+
+typedef struct Workers Workers;
+
+int workers_new(unsigned n, Workers **ret);
+Workers *workers_free(Workers *w);   /* joins the threads; pending jobs are dropped */
+int workers_eventfd(const Workers *w);
+void workers_submit(Workers *w, Job *job);
+/* Take all finished jobs (oldest first); clears the eventfd. */
+Job *workers_take_done(Workers *w);
+unsigned workers_count(const Workers *w);
