@@ -31,6 +31,7 @@ stop_swtpm() {
 }
 cleanup() { stop_swtpm; rm -rf "$D"; }
 trap cleanup EXIT
+trap "exit 1" INT TERM HUP    # so that the EXIT trap runs on a ctest timeout too
 
 start_swtpm() {
         swtpm socket --tpm2 --server type=unixio,path="$D/swtpm.sock" \
