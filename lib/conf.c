@@ -216,6 +216,8 @@ static int parse_banks(ConfParser *cp, IverConf *c, const char *v, unsigned col)
                 banks |= 1u << a;
                 p += n;
         }
+        if (banks == 0)
+                return fail(cp, col, "no bank in '%s', expected one or more of sha1, sha256, sha384, sha512 and sm3", v);
         c->banks = banks;
         return 0;
 }

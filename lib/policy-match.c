@@ -212,6 +212,8 @@ int iver_policy_match(const IverPolicy *p, IverPolicyClass class,
         };
         if (!p || class < 0 || class >= _IVER_CLASS_MAX)
                 return 0;
+        while (len > 1 && s[len - 1] == '/')
+                len--;
 
         const Trie *t = &p->tries[class];
         uint32_t node = 0;
@@ -262,6 +264,8 @@ bool iver_policy_may_match_below(const IverPolicy *p, IverPolicyClass class, con
 
         if (!p || class < 0 || class >= _IVER_CLASS_MAX)
                 return false;
+        while (len > 1 && s[len - 1] == '/')
+                len--;
         const Trie *t = &p->tries[class];
 
         /* Rules on the nodes dir walks through may reach below it: check each.

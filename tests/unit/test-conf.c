@@ -125,6 +125,7 @@ static const struct {
         { "[TPM]\nPCR=24\n", "t.conf:2:5: invalid PCR '24', expected auto or a number from 0 to 23" },
         { "[TPM]\nPCR = ten\n", "t.conf:2:7: invalid PCR 'ten', expected auto or a number from 0 to 23" },
         { "[TPM]\nBanks=sha256 md5\n", "t.conf:2:14: unknown bank 'md5', expected sha1, sha256, sha384, sha512 or sm3" },
+        { "[TPM]\nBanks= , \n", "t.conf:2:8: no bank in ',', expected one or more of sha1, sha256, sha384, sha512 and sm3" },
         { "[Measure]\nHash=crc32\n", "t.conf:2:6: unknown hash algorithm 'crc32', expected sha1, sha256, sha384, sha512 or sm3" },
         { "[Measure]\nVersionSource=mtime\n", "t.conf:2:15: invalid version source 'mtime', expected auto, statx or ctime" },
         { "[Measure]\nRescanIntervalSec=1 fortnight\n",

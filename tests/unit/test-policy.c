@@ -94,6 +94,7 @@ START_TEST(test_actions_comments_blank) {
         ck_assert_int_eq(decide(p, "/usr/bin/ls"), IVER_ACTION_MEASURE);
         ck_assert_int_eq(decide(p, "/tmp/x"), IVER_ACTION_DONT_MEASURE);
         ck_assert_int_eq(decide(p, "/usr/bin/cat"), -1);
+        ck_assert_int_eq(decide(p, "/tmp/x/"), IVER_ACTION_DONT_MEASURE);
 
         IverPolicyDecision d;
         ck_assert_int_eq(iver_policy_match(p, IVER_CLASS_APPRAISE, "/usr/sbin/sshd", 14, NULL, &d), 1);
@@ -578,6 +579,8 @@ START_TEST(test_may_match_below) {
         BELOW("/srv/xy", false);        /* x* names entries of /srv, not what is below them */
         BELOW("/srv/y", false);
         BELOW("/home", false);
+        BELOW("/usr/bin/", true);       /* a trailing slash is ignored */
+        BELOW("/proc/", false);
         ck_assert(!iver_policy_may_match_below(p, IVER_CLASS_APPRAISE, "/usr", 4));
 #undef BELOW
         iver_policy_free(p);
