@@ -240,7 +240,9 @@ int main(int argc, char **argv) {
                 IverImaLog *la = NULL;
                 snprintf(p, sizeof(p), "%s/%s", argv[2], IVER_IMA_ASCII_FILE);
                 r = iver_imalog_load(p, &la);
-                fprintf(stderr, "ascii twin: %s\n", r < 0 ? strerror(-r) : "parsed");
+                fprintf(stderr, "ascii twin: %s\n",
+                        r == -EBADMSG ? "refused by the ASCII parser (a name holds '\\n': expected, see imalog.h)" :
+                        r < 0 ? strerror(-r) : "parsed");
                 iver_imalog_free(la);
                 iver_imalog_free(l);
                 return 0;

@@ -107,6 +107,10 @@ step "quote and tpm2_checkquote"
 NONCE=$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
 "$HELPER" quote "$TCTI" $PCR "$NONCE" "$D/quote"
 cp "$D/run/binary_runtime_measurements" "$D/quote/measurements.bin"
+mkdir "$D/quote2"
+"$HELPER" quote "$TCTI" $PCR "$NONCE" "$D/quote2" >/dev/null
+cmp "$D/quote/ak.pub.pem" "$D/quote2/ak.pub.pem" || fail "the AK changed between connections"
+echo "AK is the same key on every connection"
 ls -l "$D/quote"
 set +e
 tpm2_checkquote -u "$D/quote/ak.pub.pem" -m "$D/quote/quote.msg" -s "$D/quote/quote.sig" \
