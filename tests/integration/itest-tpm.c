@@ -55,7 +55,7 @@ static double now(void) {
         return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static IverTpm *connect(const char *tcti) {
+static IverTpm *tpm_open(const char *tcti) {
         IverTpm *t = NULL;
         int r = iver_tpm_new(tcti, &t);
         if (r < 0)
@@ -182,7 +182,7 @@ int main(int argc, char **argv) {
         const char *cmd = argv[1];
 
         if (strcmp(cmd, "extend") == 0 && argc == 6) {
-                IverTpm *t = connect(argv[2]);
+                IverTpm *t = tpm_open(argv[2]);
                 write_entries(t, atoi(argv[3]), argv[4], atoi(argv[5]), "x");
                 iver_tpm_free(t);
                 return 0;
@@ -192,7 +192,7 @@ int main(int argc, char **argv) {
                 return 0;
         }
         if (strcmp(cmd, "resume") == 0 && argc == 5) {
-                IverTpm *t = connect(argv[2]);
+                IverTpm *t = tpm_open(argv[2]);
                 unsigned pcr = atoi(argv[3]);
                 IverImaFile *f = NULL;
                 IverImaLog *l = NULL;
@@ -248,7 +248,7 @@ int main(int argc, char **argv) {
                 return 0;
         }
         if (strcmp(cmd, "pcrread") == 0 && argc == 4) {
-                IverTpm *t = connect(argv[2]);
+                IverTpm *t = tpm_open(argv[2]);
                 for (IverHashAlgo a = 0; a < _IVER_HASH_MAX; a++)
                         if (iver_tpm_banks(t) & IVER_TPM_BANK(a)) {
                                 IverDigest d;
@@ -263,7 +263,7 @@ int main(int argc, char **argv) {
                 return 0;
         }
         if (strcmp(cmd, "quote") == 0 && argc == 6) {
-                IverTpm *t = connect(argv[2]);
+                IverTpm *t = tpm_open(argv[2]);
                 IverTpmQuote *q = NULL;
                 uint8_t nonce[64];
                 size_t nn = unhex(argv[4], nonce, sizeof(nonce));
@@ -303,7 +303,7 @@ int main(int argc, char **argv) {
                 return 0;
         }
         if (strcmp(cmd, "bench") == 0 && argc == 5) {
-                IverTpm *t = connect(argv[2]);
+                IverTpm *t = tpm_open(argv[2]);
                 unsigned n = atoi(argv[4]);
                 IverDigest d[4];
                 size_t nd = 0;
