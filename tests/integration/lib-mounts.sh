@@ -6,6 +6,7 @@
 #   iver_mounts_init                 # checks tools, makes the work dir, installs the cleanup trap
 #   iver_mount ext4|xfs|btrfs|tmpfs  # sets IVER_MNT to a fresh, empty, strictatime mount
 #   iver_umount "$IVER_MNT"          # optional: unmount + detach early (cleanup does the rest)
+#   iver_run CMD... >FILE            # run a test program, killed (by pid) at cleanup if need be
 #   iver_track_pid PID               # a background process to kill (by pid) at cleanup
 #
 # Images are sparse files in a mktemp -d directory, attached with
@@ -159,6 +160,22 @@ iver_umount() {
                 fi
         done
         return 0
+}
+
+# iver_run CMD...: run CMD in the background (so that INT/TERM reach our trap
+# at once instead of after CMD ends), tracked for cleanup; returns its status.
+# Redirect the call's output as needed: iver_run prog args >file
+iver_run() {
+        local pid st i
+        "$@" &
+        pid=$!
+        IVER_PIDS+=("$pid")
+        wait "$pid"
+        st=$?
+        for i in "${!IVER_PIDS[@]}"; do
+                [[ ${IVER_PIDS[i]} == "$pid" ]] && unset 'IVER_PIDS[i]'
+        done
+        return "$st"
 }
 
 # iver_itest NAME: path of a built C test program.

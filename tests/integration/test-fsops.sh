@@ -24,8 +24,10 @@ for fs in "${filesystems[@]}"; do
                 continue
         fi
         mkdir "$IVER_MNT/t"
-        "$prog" "$fs" "$IVER_MNT/t" | tee -a "$out"
-        st=${PIPESTATUS[0]}
+        iver_run "$prog" "$fs" "$IVER_MNT/t" >"$IVER_WORKDIR/$fs.out"
+        st=$?
+        cat "$IVER_WORKDIR/$fs.out"
+        cat "$IVER_WORKDIR/$fs.out" >>"$out"
         if [[ $st -ne 0 ]]; then
                 echo "FAIL: itest-fsops on $fs exited $st" >&2
                 rc=1

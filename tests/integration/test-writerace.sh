@@ -25,8 +25,10 @@ for fs in "${filesystems[@]}"; do
                 rc=1
                 continue
         fi
-        "$prog" "$fs" "$IVER_MNT" "${IVER_RACE_SECONDS:-5}" | tee -a "$out"
-        st=${PIPESTATUS[0]}
+        iver_run "$prog" "$fs" "$IVER_MNT" "${IVER_RACE_SECONDS:-5}" >"$IVER_WORKDIR/$fs.out"
+        st=$?
+        cat "$IVER_WORKDIR/$fs.out"
+        cat "$IVER_WORKDIR/$fs.out" >>"$out"
         if [[ $st -ne 0 ]]; then
                 echo "FAIL: itest-writerace on $fs exited $st" >&2
                 rc=1
