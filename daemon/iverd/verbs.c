@@ -72,7 +72,8 @@ static json_object *verb_stats(Manager *m, Conn *c, json_object *req) {
         if (top < 0 || top > 64)
                 return (json_object_put(o), reply_error("top must be 0..64"));
         IverLedgerTop rows[64];
-        unsigned n = iver_ledger_top(iver_context_ledger(m->ctx), rows, (unsigned) top);
+        /* iver_ledger_top() reads best[n - 1] when n is 0 (lib/ledger.c): ask only for n ≥ 1 */
+        unsigned n = top > 0 ? iver_ledger_top(iver_context_ledger(m->ctx), rows, (unsigned) top) : 0;
         json_object *a = json_object_new_array();
         for (unsigned i = 0; i < n; i++) {
                 json_object *r = json_object_new_object();
