@@ -18,11 +18,13 @@
 #
 # Exit code 77 (skip) only when loop devices or mkfs tools are truly missing.
 
+# shellcheck disable=SC2034  # IVER_MNT and IVER_FS_ALL are for the sourcing script
 IVER_WORKDIR=
 IVER_MNT=
 IVER_MOUNTS=()      # mount points, in mount order
 IVER_LOOPS=()       # loop devices we attached
 IVER_PIDS=()        # background processes we started
+# shellcheck disable=SC2034
 IVER_FS_ALL=(ext4 xfs btrfs tmpfs)
 IVER_IMAGE_MB=${IVER_IMAGE_MB:-320}   # xfs refuses images under 300 MB
 
@@ -67,9 +69,9 @@ iver_mounts_cleanup() {
 }
 
 _iver_umount_one() {
-        local mnt=$1 try
+        local mnt=$1 _
         mountpoint -q -- "$mnt" || return 0
-        for try in 1 2 3 4 5 6 7 8 9 10; do
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
                 umount -- "$mnt" 2>/dev/null && return 0
                 sleep 0.3
         done
@@ -79,8 +81,8 @@ _iver_umount_one() {
 }
 
 _iver_detach_one() {
-        local dev=$1 try
-        for try in 1 2 3 4 5 6 7 8 9 10; do
+        local dev=$1 _
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
                 # Gone already (autoclear) or detached now.
                 losetup "$dev" >/dev/null 2>&1 || return 0
                 losetup -d "$dev" 2>/dev/null && return 0
@@ -118,6 +120,7 @@ iver_mount() {
         if [[ $fs == tmpfs ]]; then
                 mount -t tmpfs -o strictatime,size=512m,mode=0755 "iver-itest" "$mnt" || return 1
                 IVER_MOUNTS+=("$mnt")
+                # shellcheck disable=SC2034
                 IVER_MNT=$mnt
                 return 0
         fi
@@ -141,6 +144,7 @@ iver_mount() {
         esac
         mount -t "$fs" -o strictatime -- "$dev" "$mnt" || return 1
         IVER_MOUNTS+=("$mnt")
+        # shellcheck disable=SC2034
         IVER_MNT=$mnt
         iver_log "$fs on $dev mounted at $mnt ($(findmnt -rn -o OPTIONS -- "$mnt"))"
 }
