@@ -636,7 +636,7 @@ static bool run_op(const Op *op) {
                 ok = false;
         }
         if (op->expect == EXP_REHASH && !changed) {
-                fail("%s: re-hashed but the cookie/identity did not change", op->name);
+                fail("%s: an explicit change, but the cookie/identity did not change", op->name);
                 ok = false;
         }
         if (op->expect == EXP_HIT && changed) {
