@@ -63,6 +63,12 @@ IverCache *iver_context_cache(IverContext *ctx) {
         return ctx->cache;
 }
 
+void iver_context_adopt(IverContext *ctx, IverCache *cache, const IverLedgerCounters *counters) {
+        iver_cache_free(ctx->cache);
+        ctx->cache = cache;
+        iver_ledger_set_counters(ctx->ledger, counters);
+}
+
 IverLedger *iver_context_ledger(IverContext *ctx) {
         return ctx->ledger;
 }

@@ -94,6 +94,16 @@ static void audit(const char *op, const char *path, const char *extra, bool ok) 
         }
 }
 
+void log_audit(const char *op, const char *detail, bool ok) {
+        if (audit_fd < 0)
+                return;
+        char msg[1024];
+        char *enc = audit_encode_nv_string("detail", detail, 0);
+        snprintf(msg, sizeof(msg), "op=%s %s res=%s", op, enc ? enc : "detail=?", ok ? "success" : "failed");
+        free(enc);
+        (void) audit_log_user_message(audit_fd, AUDIT_TRUSTED_APP, msg, NULL, NULL, NULL, ok ? 1 : 0);
+}
+
 void log_measurement(const char *path, const IverCheckOutcome *o) {
         char hex[2 * IVER_DIGEST_MAX + 1], digest[2 * IVER_DIGEST_MAX + 16], esc[8192];
         snprintf(digest, sizeof(digest), "%s:%s", iver_hash_algo_to_string(o->digest.algo),

@@ -31,6 +31,8 @@ int log_full_errno(int level, int error, const char *format, ...) __attribute__(
 void log_measurement(const char *path, const IverCheckOutcome *o);
 /* A violation (unstable file, appraisal failure…): journal at warning and audit. */
 void log_violation(const char *path, const char *what);
+/* A daemon-level audit event (snapshot discarded…). */
+void log_audit(const char *op, const char *detail, bool ok);
 /* Reload outcome. */
 void log_reload(bool ok, const char *detail);
 

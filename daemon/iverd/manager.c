@@ -17,10 +17,12 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "persist.h"
 #include "walk.h"
 #include "watch.h"
 
 #define DISPATCH_BATCH 4096
+#define SNAPSHOT_INTERVAL_USEC (60ULL * 1000000ULL)
 
 static int on_dispatch(sd_event_source *s, void *userdata);
 
@@ -422,6 +424,7 @@ int manager_new(const Overrides *o, Manager **ret) {
         r = sd_event_default(&m->event);
         if (r < 0)
                 goto fail;
+        persist_load(m);
         sigset_t ss;
         sigemptyset(&ss);
         sigaddset(&ss, SIGTERM);
@@ -483,6 +486,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->dispatch_source);
         sd_event_source_disable_unref(m->rescan_timer);
         sd_event_source_disable_unref(m->status_timer);
+        sd_event_source_disable_unref(m->snapshot_timer);
         queue_free(m->queue);
         iver_context_free(m->ctx);
         iver_policy_free(m->policy);
@@ -506,6 +510,9 @@ int manager_start(Manager *m) {
                 if (r < 0)
                         return r;
         }
+        r = persist_start_timer(m, SNAPSHOT_INTERVAL_USEC);
+        if (r < 0)
+                return r;
         /* ready: the control socket is up and the initial scan is queued */
         send_status(m);
         sd_notify(0, "READY=1");
@@ -515,5 +522,7 @@ int manager_start(Manager *m) {
 }
 
 int manager_run(Manager *m) {
-        return sd_event_loop(m->event);
+        int r = sd_event_loop(m->event);
+        (void) persist_save(m);
+        return r;
 }

@@ -53,6 +53,10 @@ typedef struct Manager {
         uint64_t peak_queued;
         uint64_t gid_stats;             /* group allowed to read (UINT64_MAX: none) */
         bool ready_sent;
+        bool snapshots_enabled;
+        uint64_t snapshot_checks;       /* ledger checks at the last snapshot */
+        uint64_t snapshot_interval_usec;
+        sd_event_source *snapshot_timer;
 } Manager;
 
 int manager_new(const Overrides *o, Manager **ret);

@@ -42,6 +42,9 @@ int iver_context_new(const IverContextOptions *opt, IverContext **ret);
 IverContext *iver_context_free(IverContext *ctx);
 
 IverCache *iver_context_cache(IverContext *ctx);
+/* Replace the cache (taking ownership) and the ledger's counters: a snapshot
+ * restored at start. */
+void iver_context_adopt(IverContext *ctx, IverCache *cache, const IverLedgerCounters *counters);
 IverLedger *iver_context_ledger(IverContext *ctx);
 IverCookieTable *iver_context_cookies(IverContext *ctx);
 

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Boot-scoped snapshots of cache and ledger in the state directory. The
+ * HMAC key is in root's user keyring (@u): it survives daemon restarts and
+ * dies with the boot, so a snapshot from a previous boot can never verify
+ * (the disk may have been changed offline, and its PCR is gone anyway). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "iver/snapshot.h"
+#include "log.h"
+#include "manager.h"
+#include "persist.h"
+
+#define SNAPSHOT_FILE "cache.snap"
+
+static char *snapshot_path(const Manager *m) {
+        char *p;
+        if (asprintf(&p, "%s/%s", m->conf.state_directory, SNAPSHOT_FILE) < 0)
+                return NULL;
+        return p;
+}
+
+static void discard(const char *path, const char *why) {
+        log_warning("Discarding snapshot %s: %s; every file will be re-measured", path, why);
+        log_audit("snapshot-discard", why, false);
+        (void) unlink(path);
+}
+
+void persist_load(Manager *m) {
+        uint8_t key[IVER_SNAPSHOT_KEY_SIZE], boot[16];
+        char *path = snapshot_path(m);
+        if (!path)
+                return;
+        (void) mkdir(m->conf.state_directory, 0700);
+        struct stat st;
+        bool exists = stat(path, &st) == 0;
+        int r = iver_boot_id(boot);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot read the boot id: %m; snapshots disabled");
+                goto out;
+        }
+        r = iver_bootkey_get(IVER_SNAPSHOT_KEY_DESC, 0, key);
+        if (r == -ENOKEY) {
+                if (exists)
+                        discard(path, "no snapshot key in the kernel keyring: written in another boot");
+                r = iver_bootkey_get(IVER_SNAPSHOT_KEY_DESC, 1, key);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot create the snapshot key in the kernel keyring: %m; snapshots disabled");
+                else
+                        m->snapshots_enabled = true;
+                goto out;
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Cannot read the snapshot key from the kernel keyring: %m; snapshots disabled");
+                goto out;
+        }
+        m->snapshots_enabled = true;
+        if (!exists)
+                goto out;
+
+        IverCache *c = NULL;
+        IverLedgerCounters counters;
+        IverSnapshotError err = IVER_SNAPSHOT_OK;
+        uint64_t t0 = (uint64_t) iver_monotonic_ns();
+        r = iver_cache_new(&c);
+        if (r >= 0)
+                r = iver_snapshot_read(path, boot, key, c, &counters, &err);
+        if (r < 0) {
+                iver_cache_free(c);
+                discard(path, r == -EBADMSG ? iver_snapshot_error_to_string(err) : strerror(-r));
+                goto out;
+        }
+        size_t n = iver_cache_size(c);
+        iver_context_adopt(m->ctx, c, &counters);
+        m->snapshot_checks = counters.checks;
+        log_info("Restored %zu cached measurements and the ledger from %s in %.1f ms", n, path,
+                 ((double) iver_monotonic_ns() - (double) t0) / 1e6);
+out:
+        memset(key, 0, sizeof(key));
+        free(path);
+}
+
+int persist_save(Manager *m) {
+        uint8_t key[IVER_SNAPSHOT_KEY_SIZE], boot[16];
+        const IverLedgerCounters *k = iver_ledger_counters(iver_context_ledger(m->ctx));
+        if (!m->snapshots_enabled || (k->checks == m->snapshot_checks && m->snapshot_checks != 0))
+                return 0;
+        char *path = snapshot_path(m);
+        if (!path)
+                return -ENOMEM;
+        int r = iver_boot_id(boot);
+        if (r >= 0)
+                r = iver_bootkey_get(IVER_SNAPSHOT_KEY_DESC, 1, key);
+        if (r >= 0)
+                r = iver_snapshot_write(path, iver_context_cache(m->ctx), k, boot, key);
+        memset(key, 0, sizeof(key));
+        if (r < 0)
+                log_warning_errno(r, "Cannot write snapshot %s: %m", path);
+        else
+                m->snapshot_checks = k->checks;
+        free(path);
+        return r;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        (void) persist_save(m);
+        (void) sd_event_source_set_time_relative(s, m->snapshot_interval_usec);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+int persist_start_timer(Manager *m, unsigned long long interval_usec) {
+        m->snapshot_interval_usec = interval_usec;
+        return sd_event_add_time_relative(m->event, &m->snapshot_timer, CLOCK_MONOTONIC, interval_usec, 0, on_timer,
+                                          m);
+}

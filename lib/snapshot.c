@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Snapshot of cache and ledger: the one encoder and decoder of the format,
+ * authenticated with HMAC-SHA256 under a key that dies with the boot. */
+#include <endian.h>
+#include <fcntl.h>
+#include <keyutils.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "iver/snapshot.h"
+#include "macro.h"
+
+#define MAGIC "IVERSNP1"
+#define FORMAT_VERSION 1U
+#define MAC_SIZE 32
+#define HEADER_SIZE (8 + 4 + 4 + 16 + 8 + 4)
+/* dev u32, ino u64, gen u64, source u8, flags u8, algo u8, dlen u8, mode u32, uid u32, gid u32,
+ * version u64, size u64, atime/mtime/ctime i64, shadows 2×u64, path_len u16 */
+#define RECORD_FIXED (4 + 8 + 8 + 4 + 4 + 4 + 4 + 8 + 8 + 8 * 3 + 8 * 2 + 2)
+#define N_COUNTERS (sizeof(IverLedgerCounters) / sizeof(uint64_t))
+
+_Static_assert(sizeof(IverLedgerCounters) % sizeof(uint64_t) == 0, "counters are u64s");
+
+static const char *const error_names[_IVER_SNAPSHOT_ERROR_MAX] = {
+        [IVER_SNAPSHOT_OK] = "ok",
+        [IVER_SNAPSHOT_TRUNCATED] = "truncated",
+        [IVER_SNAPSHOT_BAD_MAGIC] = "not a snapshot",
+        [IVER_SNAPSHOT_BAD_VERSION] = "another format version",
+        [IVER_SNAPSHOT_BAD_MAC] = "authentication failed (tampered, or written under another key)",
+        [IVER_SNAPSHOT_OTHER_BOOT] = "from another boot",
+        [IVER_SNAPSHOT_CORRUPT] = "corrupt record",
+};
+
+const char *iver_snapshot_error_to_string(IverSnapshotError e) {
+        return e >= 0 && e < _IVER_SNAPSHOT_ERROR_MAX ? error_names[e] : NULL;
+}
+
+int iver_boot_id(uint8_t ret[16]) {
+        char s[64];
+        FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+        if (!f)
+                return negative_errno();
+        bool ok = fgets(s, sizeof(s), f) != NULL;
+        fclose(f);
+        if (!ok)
+                return -EIO;
+        uint8_t id[16];
+        unsigned n = 0;
+        for (const char *p = s; *p && n < 16; p++) {
+                if (*p == '-')
+                        continue;
+                unsigned v;
+                if (sscanf(p, "%2x", &v) != 1)
+                        return -EINVAL;
+                id[n++] = (uint8_t) v;
+                p++;
+        }
+        if (n != 16)
+                return -EINVAL;
+        memcpy(ret, id, 16);
+        return 0;
+}
+
+int iver_bootkey_get(const char *desc, int create, uint8_t ret[IVER_SNAPSHOT_KEY_SIZE]) {
+        uint8_t key[IVER_SNAPSHOT_KEY_SIZE];
+        long id = keyctl_search(KEY_SPEC_USER_KEYRING, "user", desc, 0);
+        if (id >= 0) {
+                long n = keyctl_read(id, (char *) key, sizeof(key));
+                if (n != (long) sizeof(key))
+                        return n < 0 ? negative_errno() : -EBADMSG;
+                memcpy(ret, key, sizeof(key));
+                OPENSSL_cleanse(key, sizeof(key));
+                return 1;
+        }
+        if (errno != ENOKEY && errno != EKEYREVOKED && errno != EKEYEXPIRED)
+                return negative_errno();
+        if (!create)
+                return -ENOKEY;
+        if (RAND_priv_bytes(key, sizeof(key)) != 1)
+                return -EIO;
+        key_serial_t k = add_key("user", desc, key, sizeof(key), KEY_SPEC_USER_KEYRING);
+        if (k < 0) {
+                OPENSSL_cleanse(key, sizeof(key));
+                return negative_errno();
+        }
+        /* possessor: all; owner (root): view, read, search; nobody else */
+        (void) keyctl_setperm(k, 0x3f0b0000);
+        memcpy(ret, key, sizeof(key));
+        OPENSSL_cleanse(key, sizeof(key));
+        return 0;
+}
+
+/* ---- encoding ---- */
+
+typedef struct Buf {
+        uint8_t *p;
+        size_t len, cap;
+        bool oom;
+} Buf;
+
+static void put(Buf *b, const void *data, size_t n) {
+        if (b->oom)
+                return;
+        if (b->len + n > b->cap) {
+                size_t cap = b->cap ? b->cap * 2 : 65536;
+                while (cap < b->len + n)
+                        cap *= 2;
+                uint8_t *p = realloc(b->p, cap);
+                if (!p) {
+                        b->oom = true;
+                        return;
+                }
+                b->p = p;
+                b->cap = cap;
+        }
+        memcpy(b->p + b->len, data, n);
+        b->len += n;
+}
+
+static void put_u8(Buf *b, uint8_t v) {
+        put(b, &v, 1);
+}
+static void put_u16(Buf *b, uint16_t v) {
+        v = htole16(v);
+        put(b, &v, 2);
+}
+static void put_u32(Buf *b, uint32_t v) {
+        v = htole32(v);
+        put(b, &v, 4);
+}
+static void put_u64(Buf *b, uint64_t v) {
+        v = htole64(v);
+        put(b, &v, 8);
+}
+
+static int mac(const uint8_t *key, const uint8_t *data, size_t len, uint8_t out[MAC_SIZE]) {
+        unsigned int n = 0;
+        if (!HMAC(EVP_sha256(), key, IVER_SNAPSHOT_KEY_SIZE, data, len, out, &n) || n != MAC_SIZE)
+                return -EIO;
+        return 0;
+}
+
+int iver_snapshot_encode(const IverCache *c, const IverLedgerCounters *counters, const uint8_t boot_id[16],
+                         const uint8_t key[IVER_SNAPSHOT_KEY_SIZE], uint8_t **ret, size_t *ret_len) {
+        Buf b = {};
+        size_t n = iver_cache_size(c);
+
+        put(&b, MAGIC, 8);
+        put_u32(&b, FORMAT_VERSION);
+        put_u32(&b, RECORD_FIXED);
+        put(&b, boot_id, 16);
+        put_u64(&b, n);
+        put_u32(&b, (uint32_t) N_COUNTERS);
+        const uint64_t *cv = (const uint64_t *) counters;
+        for (size_t i = 0; i < N_COUNTERS; i++)
+                put_u64(&b, cv[i]);
+        for (size_t i = 0; i < n; i++) {
+                IverEntry e;
+                size_t plen;
+                iver_cache_get(c, (uint32_t) i, &e);
+                const char *path = iver_cache_path(c, (uint32_t) i, &plen);
+                uint8_t dlen = (e.flags & IVER_ENTRY_MEASURED) ? e.digest.len : 0;
+                put_u32(&b, e.id.dev);
+                put_u64(&b, e.id.ino);
+                put_u64(&b, e.id.gen);
+                put_u8(&b, (uint8_t) e.source);
+                put_u8(&b, (uint8_t) e.flags);
+                put_u8(&b, dlen ? (uint8_t) e.digest.algo : 0xff);
+                put_u8(&b, dlen);
+                put_u32(&b, e.mode);
+                put_u32(&b, e.uid);
+                put_u32(&b, e.gid);
+                put_u64(&b, e.version);
+                put_u64(&b, e.size);
+                put_u64(&b, (uint64_t) e.atime);
+                put_u64(&b, (uint64_t) e.mtime);
+                put_u64(&b, (uint64_t) e.ctime);
+                put_u64(&b, e.shadow_atime);
+                put_u64(&b, e.shadow_mtime);
+                put_u16(&b, (uint16_t) plen);
+                put(&b, path, plen);
+                put(&b, e.digest.bytes, dlen);
+        }
+        uint8_t m[MAC_SIZE];
+        if (!b.oom && mac(key, b.p, b.len, m) < 0) {
+                free(b.p);
+                return -EIO;
+        }
+        put(&b, m, MAC_SIZE);
+        if (b.oom) {
+                free(b.p);
+                return -ENOMEM;
+        }
+        *ret = b.p;
+        *ret_len = b.len;
+        return 0;
+}
+
+/* ---- decoding ---- */
+
+typedef struct Reader {
+        const uint8_t *p;
+        size_t left;
+} Reader;
+
+static bool get(Reader *r, void *out, size_t n) {
+        if (r->left < n)
+                return false;
+        memcpy(out, r->p, n);
+        r->p += n;
+        r->left -= n;
+        return true;
+}
+#define GET_LE(r, bits, out)                                      \
+        ({                                                        \
+                uint##bits##_t _v;                                \
+                bool _ok = get((r), &_v, sizeof(_v));             \
+                if (_ok)                                          \
+                        *(out) = le##bits##toh(_v);               \
+                _ok;                                              \
+        })
+
+static int fail(IverSnapshotError e, IverSnapshotError *ret_error) {
+        if (ret_error)
+                *ret_error = e;
+        return -EBADMSG;
+}
+
+int iver_snapshot_decode(const uint8_t *buf, size_t len, const uint8_t boot_id[16],
+                         const uint8_t key[IVER_SNAPSHOT_KEY_SIZE], IverCache *c, IverLedgerCounters *ret_counters,
+                         IverSnapshotError *ret_error) {
+        if (len < 8 || memcmp(buf, MAGIC, 8) != 0)
+                return fail(len < 8 ? IVER_SNAPSHOT_TRUNCATED : IVER_SNAPSHOT_BAD_MAGIC, ret_error);
+        if (len < HEADER_SIZE + MAC_SIZE)
+                return fail(IVER_SNAPSHOT_TRUNCATED, ret_error);
+        uint32_t version;
+        memcpy(&version, buf + 8, 4);
+        if (le32toh(version) != FORMAT_VERSION)
+                return fail(IVER_SNAPSHOT_BAD_VERSION, ret_error);
+        /* authenticate before interpreting anything else */
+        uint8_t m[MAC_SIZE];
+        if (mac(key, buf, len - MAC_SIZE, m) < 0)
+                return -EIO;
+        if (CRYPTO_memcmp(m, buf + len - MAC_SIZE, MAC_SIZE) != 0)
+                return fail(IVER_SNAPSHOT_BAD_MAC, ret_error);
+
+        Reader r = { .p = buf + 12, .left = len - MAC_SIZE - 12 };
+        uint32_t fixed, n_counters;
+        uint64_t n;
+        uint8_t bid[16];
+        if (!GET_LE(&r, 32, &fixed) || !get(&r, bid, 16) || !GET_LE(&r, 64, &n) || !GET_LE(&r, 32, &n_counters))
+                return fail(IVER_SNAPSHOT_TRUNCATED, ret_error);
+        if (memcmp(bid, boot_id, 16) != 0)
+                return fail(IVER_SNAPSHOT_OTHER_BOOT, ret_error);
+        if (fixed != RECORD_FIXED || n_counters != N_COUNTERS || n > r.left / RECORD_FIXED)
+                return fail(IVER_SNAPSHOT_CORRUPT, ret_error);
+        IverLedgerCounters counters;
+        uint64_t *cv = (uint64_t *) &counters;
+        for (size_t i = 0; i < N_COUNTERS; i++)
+                if (!GET_LE(&r, 64, &cv[i]))
+                        return fail(IVER_SNAPSHOT_TRUNCATED, ret_error);
+        for (uint64_t i = 0; i < n; i++) {
+                IverEntry e = {};
+                uint8_t source, flags, algo, dlen;
+                uint64_t atime, mtime, ctime;
+                uint16_t plen;
+                char path[UINT16_MAX + 1];
+                if (!GET_LE(&r, 32, &e.id.dev) || !GET_LE(&r, 64, &e.id.ino) || !GET_LE(&r, 64, &e.id.gen) ||
+                    !get(&r, &source, 1) || !get(&r, &flags, 1) || !get(&r, &algo, 1) || !get(&r, &dlen, 1) ||
+                    !GET_LE(&r, 32, &e.mode) || !GET_LE(&r, 32, &e.uid) || !GET_LE(&r, 32, &e.gid) ||
+                    !GET_LE(&r, 64, &e.version) || !GET_LE(&r, 64, &e.size) || !GET_LE(&r, 64, &atime) ||
+                    !GET_LE(&r, 64, &mtime) || !GET_LE(&r, 64, &ctime) || !GET_LE(&r, 64, &e.shadow_atime) ||
+                    !GET_LE(&r, 64, &e.shadow_mtime) || !GET_LE(&r, 16, &plen) || !get(&r, path, plen))
+                        return fail(IVER_SNAPSHOT_CORRUPT, ret_error);
+                path[plen] = 0;
+                e.source = (IverCookieSource) source;
+                e.flags = flags;
+                e.atime = (int64_t) atime;
+                e.mtime = (int64_t) mtime;
+                e.ctime = (int64_t) ctime;
+                if (source >= _IVER_COOKIE_MAX || plen == 0 || memchr(path, 0, plen))
+                        return fail(IVER_SNAPSHOT_CORRUPT, ret_error);
+                if (flags & IVER_ENTRY_MEASURED) {
+                        if (algo >= _IVER_HASH_MAX || dlen != iver_hash_algo_size((IverHashAlgo) algo) ||
+                            !get(&r, e.digest.bytes, dlen))
+                                return fail(IVER_SNAPSHOT_CORRUPT, ret_error);
+                        e.digest.algo = (IverHashAlgo) algo;
+                        e.digest.len = dlen;
+                } else if (dlen != 0)
+                        return fail(IVER_SNAPSHOT_CORRUPT, ret_error);
+                int k = iver_cache_put(c, &e, path, plen, NULL);
+                if (k < 0)
+                        return k;
+        }
+        if (r.left != 0)
+                return fail(IVER_SNAPSHOT_CORRUPT, ret_error);
+        if (ret_counters)
+                *ret_counters = counters;
+        if (ret_error)
+                *ret_error = IVER_SNAPSHOT_OK;
+        return 0;
+}
+
+/* ---- files ---- */
+
+int iver_snapshot_write(const char *path, const IverCache *c, const IverLedgerCounters *counters,
+                        const uint8_t boot_id[16], const uint8_t key[IVER_SNAPSHOT_KEY_SIZE]) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t len;
+        int r = iver_snapshot_encode(c, counters, boot_id, key, &buf, &len);
+        if (r < 0)
+                return r;
+
+        _cleanup_free_ char *tmp = NULL;
+        if (asprintf(&tmp, "%s.tmp", path) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return negative_errno();
+        for (size_t off = 0; off < len;) {
+                ssize_t n = write(fd, buf + off, len - off);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = negative_errno();
+                        (void) unlink(tmp);
+                        return r;
+                }
+                off += (size_t) n;
+        }
+        if (fsync(fd) < 0 || rename(tmp, path) < 0) {
+                r = negative_errno();
+                (void) unlink(tmp);
+                return r;
+        }
+        /* make the rename itself durable */
+        _cleanup_free_ char *dir = strdup(path);
+        if (dir) {
+                char *slash = strrchr(dir, '/');
+                if (slash) {
+                        *slash = 0;
+                        _cleanup_close_ int dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        if (dfd >= 0)
+                                (void) fsync(dfd);
+                }
+        }
+        return 0;
+}
+
+int iver_snapshot_read(const char *path, const uint8_t boot_id[16], const uint8_t key[IVER_SNAPSHOT_KEY_SIZE],
+                       IverCache *c, IverLedgerCounters *ret_counters, IverSnapshotError *ret_error) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return negative_errno();
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode) || st.st_size > (off_t) 8 << 30)
+                return -EINVAL;
+        _cleanup_free_ uint8_t *buf = malloc((size_t) st.st_size + 1);
+        if (!buf)
+                return -ENOMEM;
+        size_t len = 0;
+        while (len < (size_t) st.st_size) {
+                ssize_t n = read(fd, buf + len, (size_t) st.st_size - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return negative_errno();
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        return iver_snapshot_decode(buf, len, boot_id, key, c, ret_counters, ret_error);
+}
