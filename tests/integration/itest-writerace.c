@@ -623,6 +623,12 @@ int main(int argc, char **argv) {
                                 break;
                         }
                         quiescent_check(c == 'K');
+                        /* Every other closed pause: forget the file so that the
+                         * next check hashes it under a lease right away, while
+                         * the writer is about to open it again: the lease must
+                         * break and be let go at once (max open wait). */
+                        if (c == 'Q' && S.quiescent % 2 == 0)
+                                iver_check_forget(ctx, path);
                         if (write(gp[1], done ? "X" : "G", 1) != 1) {
                                 fail("writer pipe: %m");
                                 break;
