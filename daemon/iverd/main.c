@@ -22,6 +22,7 @@ static void help(void) {
                "  --pcr N|auto                  PCR to extend\n"
                "  --version-source auto|statx|ctime\n"
                "  --workers N                   hashing threads (default: one per CPU)\n"
+               "  --on-access none|exec|open    also check files when they are executed / opened (fanotify)\n"
                "  -v, --verbose                 log every measurement\n"
                "  -h, --help                    this help\n",
                IVER_CONF_FILE);
@@ -38,11 +39,12 @@ int main(int argc, char *argv[]) {
                 { "pcr", required_argument, NULL, 'P' },
                 { "version-source", required_argument, NULL, 'V' },
                 { "workers", required_argument, NULL, 'w' },
+                { "on-access", required_argument, NULL, 'A' },
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        Overrides o = { .pcr = -2, .version_source = -1 };
+        Overrides o = { .pcr = -2, .version_source = -1, .on_access = -1 };
         int c;
 
         while ((c = getopt_long(argc, argv, "vh", options, NULL)) >= 0) {
@@ -81,6 +83,13 @@ int main(int argc, char *argv[]) {
                                 return 2;
                         }
                         o.workers = (int) v;
+                        break;
+                case 'A':
+                        o.on_access = iver_on_access_from_string(optarg);
+                        if (o.on_access < 0) {
+                                fprintf(stderr, "iverd: --on-access: expected none, exec or open, got '%s'\n", optarg);
+                                return 2;
+                        }
                         break;
                 case 'v': o.verbose = true; break;
                 case 'h': help(); return 0;

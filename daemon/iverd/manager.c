@@ -17,6 +17,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "onaccess.h"
 #include "persist.h"
 #include "walk.h"
 #include "watch.h"
@@ -80,6 +81,8 @@ static int load_conf(const Overrides *o, IverConf *ret, char **ret_error) {
                 c.version_source = o->version_source;
         if (o->workers > 0)
                 c.workers = (unsigned) o->workers;
+        if (o->on_access >= 0)
+                c.on_access = o->on_access;
         *ret = c;
         return 0;
 oom:
@@ -454,6 +457,11 @@ int manager_new(const Overrides *o, Manager **ret) {
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_OFF);
         if ((r = walk_new(m, &m->walk)) < 0 || (r = watch_new(m, &m->watch)) < 0)
                 goto fail;
+        if (m->conf.on_access != IVER_ON_ACCESS_NONE) {
+                r = onaccess_new(m, m->conf.on_access, &m->onaccess);
+                if (r < 0)
+                        goto fail;
+        }
 
         r = mkdir_p(m->conf.runtime_directory, 0755);
         if (r < 0) {
@@ -480,6 +488,7 @@ Manager *manager_free(Manager *m) {
         /* workers first: they may still be hashing paths the queue owns */
         workers_free(m->workers);
         evidence_free(m->evidence);
+        onaccess_free(m->onaccess);
         walk_free(m->walk);
         watch_free(m->watch);
         sd_event_source_disable_unref(m->worker_source);

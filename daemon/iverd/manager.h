@@ -15,6 +15,7 @@ typedef struct Walk Walk;
 typedef struct Watch Watch;
 typedef struct Control Control;
 typedef struct Evidence Evidence;
+typedef struct OnAccess OnAccess;
 
 /* Command-line settings that override the config file (NULL / -1: not given). */
 typedef struct Overrides {
@@ -27,6 +28,7 @@ typedef struct Overrides {
         int pcr;
         int version_source;
         int workers;
+        int on_access;
         bool verbose;
 } Overrides;
 
@@ -44,6 +46,7 @@ typedef struct Manager {
         Watch *watch;
         Control *control;
         Evidence *evidence;             /* measurement list + TPM (may be NULL) */
+        OnAccess *onaccess;             /* fanotify triggers (NULL: OnAccess=none) */
         sd_event_source *worker_source, *rescan_timer, *status_timer, *dispatch_source;
 
         /* progress and counters for status */

@@ -6,6 +6,7 @@
 #include "evidence.h"
 #include "log.h"
 #include "manager.h"
+#include "onaccess.h"
 #include "walk.h"
 #include "watch.h"
 
@@ -38,6 +39,9 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "watches", U64(watch_count(m->watch)));
         ADD(o, "unwatched_dirs", U64(watch_failed(m->watch)));
         ADD(o, "inotify_overflows", U64(watch_overflows(m->watch)));
+        ADD(o, "on_access", json_object_new_string(iver_on_access_to_string(m->conf.on_access)));
+        ADD(o, "fanotify_marks", U64(onaccess_marks(m->onaccess)));
+        ADD(o, "fanotify_events", U64(onaccess_events(m->onaccess)));
         ADD(o, "pending", U64(queue_queued(m->queue) + queue_inflight(m->queue)));
         ADD(o, "queued", U64(queue_queued(m->queue)));
         ADD(o, "hashing", U64(queue_inflight(m->queue)));

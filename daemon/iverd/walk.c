@@ -11,6 +11,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "walk.h"
+#include "onaccess.h"
 #include "watch.h"
 
 #define STEP_ENTRIES 2048
@@ -131,6 +132,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
                                 continue;
                         }
                         watch_add(w->m->watch, w->cur_path);
+                        onaccess_add(w->m->onaccess, w->cur_path);
                 }
                 errno = 0;
                 struct dirent *de = readdir(w->cur);
