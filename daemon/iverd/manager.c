@@ -123,6 +123,27 @@ bool manager_dir_wanted(const Manager *m, const char *dir) {
                iver_policy_may_match_below(m->policy, IVER_CLASS_APPRAISE, dir, len);
 }
 
+/* The cache follows inodes: after a directory is moved its files would hit
+ * their entries under the new name and keep the old paths for ever (the new
+ * names never listed). Forget everything below the old name; the walk of the
+ * new name measures the files there anew. O(cache) per moved directory. */
+void manager_forget_below(Manager *m, const char *dir) {
+        IverCache *cache = iver_context_cache(m->ctx);
+        size_t dlen = strlen(dir);
+        unsigned n = 0;
+        /* backwards: a removal moves the last entry (already seen) into the hole */
+        for (size_t i = iver_cache_size(cache); i-- > 0;) {
+                size_t len;
+                const char *p = iver_cache_path(cache, (uint32_t) i, &len);
+                if (len > dlen && p[dlen] == '/' && memcmp(p, dir, dlen) == 0) {
+                        iver_cache_remove(cache, (uint32_t) i);
+                        n++;
+                }
+        }
+        if (n > 0)
+                log_debug("Directory %s moved away: forgot %u cached files below it", dir, n);
+}
+
 void manager_queue(Manager *m, const char *path) {
         int r = queue_push(m->queue, path);
         if (r < 0) {

@@ -69,6 +69,8 @@ int manager_run(Manager *m);
 
 /* Queue a path for checking (from walker, watcher, control). */
 void manager_queue(Manager *m, const char *path);
+/* A directory left (moved away): drop the cache entries of the paths below it. */
+void manager_forget_below(Manager *m, const char *dir);
 /* Full rescan of everything the policy can measure. */
 int manager_rescan(Manager *m);
 /* Reload config + policy atomically; on error the running ones stay and

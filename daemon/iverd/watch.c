@@ -189,6 +189,8 @@ static void handle(Watch *w, const struct inotify_event *ev) {
         if (!p)
                 return;
         if (ev->mask & IN_ISDIR) {
+                if (ev->mask & IN_MOVED_FROM)
+                        manager_forget_below(w->m, p);
                 if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && manager_dir_wanted(w->m, p))
                         (void) walk_add(w->m->walk, p);
                 return;
