@@ -23,8 +23,8 @@ typedef struct CacheEntry {
         uint32_t dev;
         uint16_t mode;
         uint8_t algo;
-        uint8_t flags : 5;
-        uint8_t source : 3;
+        uint8_t flags : 6;
+        uint8_t source : 2;
         uint32_t uid, gid;
         uint32_t path_off;
         uint32_t digest_off;
@@ -290,7 +290,7 @@ static void fill(CacheEntry *e, const IverEntry *src) {
         e->mode = (uint16_t) src->mode;
         e->uid = src->uid;
         e->gid = src->gid;
-        e->flags = src->flags & 0x1f;
+        e->flags = src->flags & 0x3f;
         e->source = (uint8_t) src->source;
 }
 
@@ -401,6 +401,11 @@ void iver_cache_touch(IverCache *c, uint32_t idx, uint64_t shadow_atime, uint64_
         e->mode = (uint16_t) st->mode;
         e->uid = st->uid;
         e->gid = st->gid;
+}
+
+void iver_cache_update_flags(IverCache *c, uint32_t idx, uint32_t set, uint32_t clear) {
+        CacheEntry *e = entry(c, idx);
+        e->flags = (e->flags & ~clear & 0x3f) | (set & 0x3f);
 }
 
 void iver_cache_remove(IverCache *c, uint32_t idx) {

@@ -77,6 +77,12 @@ IverCookieTable *iver_context_cookies(IverContext *ctx) {
         return ctx->cookies;
 }
 
+void iver_check_invalidate(IverContext *ctx, const char *path) {
+        uint32_t idx = iver_cache_find_path(ctx->cache, path, strlen(path));
+        if (idx != IVER_CACHE_NONE)
+                iver_cache_update_flags(ctx->cache, idx, IVER_ENTRY_STALE, 0);
+}
+
 void iver_check_forget(IverContext *ctx, const char *path) {
         uint32_t idx = iver_cache_find_path(ctx->cache, path, strlen(path));
         if (idx != IVER_CACHE_NONE)
@@ -177,7 +183,7 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
                 IverCookie old = { .source = e.source, .ctime = e.ctime, .mtime = e.mtime, .size = e.size,
                                    .version = e.version };
                 bool hit = (e.flags & (IVER_ENTRY_MEASURED | IVER_ENTRY_PROVISIONAL | IVER_ENTRY_RACY |
-                                       IVER_ENTRY_UNSTABLE)) == IVER_ENTRY_MEASURED &&
+                                       IVER_ENTRY_UNSTABLE | IVER_ENTRY_STALE)) == IVER_ENTRY_MEASURED &&
                            e.digest.algo == algo && iver_cookie_equal(&old, &cookie);
                 if (hit) {
                         uint64_t sa, sm;

@@ -17,7 +17,6 @@
 #include "macro.h"
 #include "manager.h"
 
-#define REQUEST_MAX (64 * 1024)
 #define REQUEST_TIMEOUT_USEC (10ULL * 1000000ULL)
 
 struct Conn {
@@ -162,35 +161,24 @@ static bool peer_allowed(const Manager *m, const struct ucred *peer, VerbAccess 
 
 static void dispatch(Conn *c, const char *line, size_t len) {
         Manager *m = c->control->m;
-        json_tokener *tok = json_tokener_new_ex(16);
-        json_object *req = tok ? json_tokener_parse_ex(tok, line, (int) len) : NULL;
-        enum json_tokener_error jerr = tok ? json_tokener_get_error(tok) : json_tokener_error_depth;
-        json_tokener_free(tok);
+        json_object *req = NULL;
+        const char *error = NULL;
+        VerbId verb;
 
-        if (!req || jerr != json_tokener_success || !json_object_is_type(req, json_type_object)) {
-                json_object_put(req);
-                conn_reply(c, reply_error("malformed request: expected one JSON object with a \"verb\" string"));
+        if (request_parse(line, len, &req, &verb, &error) < 0) {
+                conn_reply(c, reply_error("%s", error));
                 return;
         }
-        json_object *v;
-        const char *verb = json_object_object_get_ex(req, "verb", &v) && json_object_is_type(v, json_type_string)
-                                   ? json_object_get_string(v)
-                                   : NULL;
-        const VerbDef *d = verb ? verb_find(verb) : NULL;
-        if (!d) {
-                conn_reply(c, reply_error("unknown verb '%s'", verb ?: "(none)"));
+        VerbAccess access = verb_access(verb);
+        if (!peer_allowed(m, &c->peer, access)) {
+                log_notice("Refused '%s' from uid %u (pid %d): %s", verb_name(verb), c->peer.uid, c->peer.pid,
+                           access == VERB_ROOT ? "root only" : "not root and not in the stats group");
+                conn_reply(c, reply_error("permission denied: '%s' is %s", verb_name(verb),
+                                          access == VERB_ROOT ? "root's" : "for root and the stats group"));
                 json_object_put(req);
                 return;
         }
-        if (!peer_allowed(m, &c->peer, d->access)) {
-                log_notice("Refused '%s' from uid %u (pid %d): %s", d->name, c->peer.uid, c->peer.pid,
-                           d->access == VERB_ROOT ? "root only" : "not root and not in the stats group");
-                conn_reply(c, reply_error("permission denied: '%s' is %s", d->name,
-                                          d->access == VERB_ROOT ? "root's" : "for root and the stats group"));
-                json_object_put(req);
-                return;
-        }
-        json_object *reply = d->run(m, c, req);
+        json_object *reply = verb_run(verb, m, c, req);
         json_object_put(req);
         if (reply)
                 conn_reply(c, reply);

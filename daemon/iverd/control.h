@@ -4,6 +4,8 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
+#include "request.h"
+
 typedef struct Manager Manager;
 typedef struct Control Control;
 typedef struct Conn Conn;
@@ -27,12 +29,5 @@ int conn_wait_settled(Conn *c, uint64_t timeout_usec);
 
 /* The verbs (verbs.c). A handler either returns a reply object (sent at
  * once) or NULL after parking the connection. */
-typedef enum VerbAccess { VERB_READ, VERB_ROOT } VerbAccess;
-typedef json_object *(*verb_fn)(Manager *m, Conn *c, json_object *req);
-typedef struct VerbDef {
-        const char *name;
-        VerbAccess access;
-        verb_fn run;
-} VerbDef;
-const VerbDef *verb_find(const char *name);
+json_object *verb_run(VerbId v, Manager *m, Conn *c, json_object *req);
 json_object *reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -52,6 +52,8 @@ static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata
                                 ssize_t k = readlink(link, path, sizeof(path) - 1);
                                 if (k > 0 && path[0] == '/') {
                                         path[k] = 0;
+                                        if (ev->mask & FAN_CLOSE_WRITE)
+                                                iver_check_invalidate(o->m->ctx, path);
                                         manager_queue(o->m, path);
                                 }
                         }

@@ -199,21 +199,20 @@ static json_object *verb_quote(Manager *m, Conn *c, json_object *req) {
         return o;
 }
 
-static const VerbDef verbs[] = {
-        { "status", VERB_READ, verb_status },
-        { "stats", VERB_READ, verb_stats },
-        { "list", VERB_READ, verb_list },
-        { "log", VERB_READ, verb_log },
-        { "settle", VERB_READ, verb_settle },
-        { "remeasure", VERB_ROOT, verb_remeasure },
-        { "rescan", VERB_ROOT, verb_rescan },
-        { "reload", VERB_ROOT, verb_reload },
-        { "quote", VERB_ROOT, verb_quote },
+typedef json_object *(*verb_fn)(Manager *m, Conn *c, json_object *req);
+
+static const verb_fn handlers[_VERB_MAX] = {
+        [VERB_STATUS] = verb_status,
+        [VERB_STATS] = verb_stats,
+        [VERB_LIST] = verb_list,
+        [VERB_LOG] = verb_log,
+        [VERB_SETTLE] = verb_settle,
+        [VERB_REMEASURE] = verb_remeasure,
+        [VERB_RESCAN] = verb_rescan,
+        [VERB_RELOAD] = verb_reload,
+        [VERB_QUOTE] = verb_quote,
 };
 
-const VerbDef *verb_find(const char *name) {
-        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-                if (strcmp(verbs[i].name, name) == 0)
-                        return &verbs[i];
-        return NULL;
+json_object *verb_run(VerbId v, Manager *m, Conn *c, json_object *req) {
+        return handlers[v](m, c, req);
 }

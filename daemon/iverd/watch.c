@@ -195,6 +195,9 @@ static void handle(Watch *w, const struct inotify_event *ev) {
                         (void) walk_add(w->m->walk, p);
                 return;
         }
+        /* a writer closed it: re-hash even if no timestamp moved (mmap stores) */
+        if (ev->mask & IN_CLOSE_WRITE)
+                iver_check_invalidate(w->m->ctx, p);
         /* deletions and moves away: the check sees ENOENT and drops the entry */
         manager_queue(w->m, p);
 }

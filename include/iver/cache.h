@@ -21,6 +21,7 @@ enum {
         IVER_ENTRY_RACY        = 1 << 2, /* racy guard: cookie cannot prove no change */
         IVER_ENTRY_UNSTABLE    = 1 << 3, /* kept changing while hashed; no trusted digest */
         IVER_ENTRY_VIOLATION   = 1 << 4, /* appraisal or other violation recorded */
+        IVER_ENTRY_STALE       = 1 << 5, /* a writer closed the file: re-hash whatever the cookie says */
 };
 
 /* A copy of one entry, as the cache hands it out and takes it in. */
@@ -64,6 +65,8 @@ int iver_cache_put(IverCache *c, const IverEntry *e, const char *path, size_t pa
 /* Update only the ledger shadows and stat snapshot of a cache hit (no path,
  * no digest change); cheap. */
 void iver_cache_touch(IverCache *c, uint32_t idx, uint64_t shadow_atime, uint64_t shadow_mtime, const IverStat *st);
+/* Set and clear entry flags. */
+void iver_cache_update_flags(IverCache *c, uint32_t idx, uint32_t set, uint32_t clear);
 /* Remove entry idx (file deleted); other indexes may move. */
 void iver_cache_remove(IverCache *c, uint32_t idx);
 

@@ -98,5 +98,11 @@ int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pen
  * (out->result is then IVER_CHECK_ERROR). */
 int iver_check(IverContext *ctx, int dirfd, const char *path, IverCheckOutcome *out);
 
+/* A writer closed path: its next check re-hashes even if the cookie did not
+ * move (stores through a shared mapping into pages already read move no
+ * timestamp on tmpfs, and none until writeback elsewhere). Keeps the entry
+ * (and the heuristics' shadows). */
+void iver_check_invalidate(IverContext *ctx, const char *path);
+
 /* Forget a path that disappeared (IN_DELETE): drops its entry. */
 void iver_check_forget(IverContext *ctx, const char *path);

@@ -192,6 +192,20 @@ START_TEST(test_algo_change_rehashes) {
 }
 END_TEST
 
+START_TEST(test_invalidate_forces_rehash) {
+        IverCheckOutcome o;
+        put(path, "mapped");
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED);
+        ck_assert_int_eq(check(&o), IVER_CHECK_HIT);
+        iver_check_invalidate(ctx, path);
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED); /* a close-write: no timestamp needed */
+        ck_assert(!o.verdict.first);
+        ck_assert(!o.digest_changed);
+        ck_assert_int_eq(check(&o), IVER_CHECK_HIT);      /* the flag is gone with the re-hash */
+        ck_assert_uint_eq(counters()->unchanged_content, 1);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("check");
         TCase *tc = tcase_create("auto");
@@ -201,6 +215,7 @@ int main(void) {
         tcase_add_test(tc, test_rename_over);
         tcase_add_test(tc, test_vanish_and_fifo);
         tcase_add_test(tc, test_algo_change_rehashes);
+        tcase_add_test(tc, test_invalidate_forces_rehash);
         suite_add_tcase(s, tc);
         tc = tcase_create("coarse");
         tcase_add_checked_fixture(tc, setup_coarse, teardown);
