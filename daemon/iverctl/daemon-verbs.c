@@ -343,3 +343,29 @@ int verb_quote(int argc, char *argv[]) {
         json_object_put(r);
         return IVERCTL_EXIT_OK;
 }
+
+int verb_explain(int argc, char *argv[]) {
+        if (argc != 2) {
+                fprintf(stderr, "iverctl explain: usage: explain PATH\n");
+                return IVERCTL_EXIT_USAGE;
+        }
+        char abs[PATH_MAX];
+        const char *p = argv[1];
+        if (p[0] != '/') {
+                if (!getcwd(abs, sizeof(abs)) || strlen(abs) + strlen(p) + 2 > sizeof(abs))
+                        return IVERCTL_EXIT_USAGE;
+                strcat(abs, "/");
+                strcat(abs, p);
+                p = abs;
+        }
+        json_object *req = request("explain"), *r;
+        json_object_object_add(req, "path", json_object_new_string(p));
+        int ret = call(req, 0, &r);
+        json_object_put(req);
+        if (ret)
+                return ret;
+        json_object_object_del(r, "ok");
+        print_json(r);
+        json_object_put(r);
+        return IVERCTL_EXIT_OK;
+}

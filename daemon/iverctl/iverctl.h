@@ -24,3 +24,4 @@ int verb_settle(int argc, char *argv[]);
 int verb_quote(int argc, char *argv[]);
 int verb_policy(int argc, char *argv[]);
 int verb_verify(int argc, char *argv[]);
+int verb_explain(int argc, char *argv[]);

@@ -17,6 +17,7 @@ static const Verb verbs[] = {
         { "stats", verb_stats, "stats [--json|--prometheus] [--top N] the avoided-remeasurement ledger" },
         { "list", verb_list, "list [PREFIX]                        cached measurements" },
         { "log", verb_log, "log [--ascii|--binary]               the IMA-format measurement list" },
+        { "explain", verb_explain, "explain PATH                         why a file is (not) measured, cookies, heuristics, list entries" },
         { "remeasure", verb_remeasure, "remeasure PATH…                      check paths now" },
         { "rescan", verb_rescan, "rescan                               walk everything the policy measures" },
         { "settle", verb_settle, "settle [--timeout S]                 wait until nothing is pending" },

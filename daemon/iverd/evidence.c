@@ -317,6 +317,22 @@ int evidence_log(const Evidence *e, json_object *req, json_object *reply) {
         return 0;
 }
 
+void evidence_entries_for(const Evidence *e, const char *path, json_object *array) {
+        for (size_t i = 0; i < iver_imalog_size(e->log); i++) {
+                const IverImaEntry *ent = iver_imalog_get(e->log, i);
+                char *line = NULL;
+                size_t len;
+                if (strcmp(ent->path, path) != 0 || iver_imalog_entry_to_ascii(ent, &line, &len) < 0)
+                        continue;
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "index", json_object_new_uint64(i));
+                json_object_object_add(o, "line", json_object_new_string_len(line, (int) (len && line[len - 1] == '\n' ? len - 1 : len)));
+                json_object_object_add(o, "extended", json_object_new_boolean(i < e->extended));
+                json_object_array_add(array, o);
+                free(line);
+        }
+}
+
 static int unhex(const char *s, uint8_t *out, size_t max, size_t *ret_len) {
         size_t n = strlen(s);
         if (n == 0 || n % 2 || n / 2 > max)

@@ -24,5 +24,7 @@ bool evidence_pending(const Evidence *e);
 void evidence_status(const Evidence *e, json_object *o);
 /* log verb: the list in ascii or base64 binary. */
 int evidence_log(const Evidence *e, json_object *req, json_object *reply);
+/* The list entries recorded for path (ASCII lines), appended to array. */
+void evidence_entries_for(const Evidence *e, const char *path, json_object *array);
 /* quote verb: nonce + out dir → quote files. */
 int evidence_quote(Evidence *e, json_object *req, json_object *reply, char **ret_error);

@@ -18,6 +18,7 @@ static const struct {
         [VERB_RESCAN] = { "rescan", VERB_ROOT },
         [VERB_RELOAD] = { "reload", VERB_ROOT },
         [VERB_QUOTE] = { "quote", VERB_ROOT },
+        [VERB_EXPLAIN] = { "explain", VERB_READ },
 };
 
 const char *verb_name(VerbId v) {

@@ -16,6 +16,7 @@ typedef enum VerbId {
         VERB_RESCAN,
         VERB_RELOAD,
         VERB_QUOTE,
+        VERB_EXPLAIN,
         _VERB_MAX,
         _VERB_INVALID = -22,
 } VerbId;

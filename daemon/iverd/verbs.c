@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Control verbs: build replies from the manager's state. */
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "control.h"
 #include "evidence.h"
@@ -199,6 +202,116 @@ static json_object *verb_quote(Manager *m, Conn *c, json_object *req) {
         return o;
 }
 
+static json_object *cookie_json(const IverCookie *c) {
+        json_object *o = json_object_new_object();
+        ADD(o, "source", json_object_new_string(iver_cookie_source_to_string(c->source) ?: "?"));
+        ADD(o, "ctime_ns", json_object_new_int64(c->ctime));
+        ADD(o, "mtime_ns", json_object_new_int64(c->mtime));
+        ADD(o, "size", U64(c->size));
+        if (c->source == IVER_COOKIE_STATX_VERSION)
+                ADD(o, "version", U64(c->version));
+        return o;
+}
+
+/* Everything about one file: the deciding rule, identity, cookies now and at
+ * the last measurement, what each heuristic would do now, list entries. */
+static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
+        json_object *v;
+        if (!json_object_object_get_ex(req, "path", &v) || !json_object_is_type(v, json_type_string) ||
+            json_object_get_string(v)[0] != '/')
+                return reply_error("explain needs \"path\": an absolute path");
+        const char *path = json_object_get_string(v);
+        json_object *o = ok_reply();
+        ADD(o, "path", json_object_new_string(path));
+
+        IverStat st;
+        int r = iver_context_stat(m->ctx, AT_FDCWD, path, &st);
+        if (r < 0)
+                ADD(o, "stat_error", json_object_new_string(strerror(-r)));
+        IverCookieTable *t = iver_context_cookies(m->ctx);
+        IverCookieSource src = r >= 0 ? iver_cookie_table_source(t, st.dev, AT_FDCWD, path) : _IVER_COOKIE_INVALID;
+        if (r >= 0) {
+                json_object *id = json_object_new_object();
+                char d[32];
+                snprintf(d, sizeof(d), "%u:%u", st.dev >> 20, st.dev & 0xfffff);
+                ADD(id, "dev", json_object_new_string(d));
+                ADD(id, "ino", U64(st.ino));
+                ADD(id, "generation", U64(st.gen));
+                ADD(o, "identity", id);
+                ADD(o, "regular", json_object_new_boolean(S_ISREG(st.mode)));
+                IverCookie now = iver_cookie_from_stat(src, &st);
+                ADD(o, "cookie_now", cookie_json(&now));
+                IverFileAttr attr = { .fs_magic = iver_cookie_table_fs_magic(t, st.dev), .owner = st.uid,
+                                      .subject_uid = IVER_UID_UNKNOWN, .mode = st.mode, .size = st.size };
+                IverPolicyDecision dec;
+                json_object *pol = json_object_new_object();
+                if (iver_policy_match(m->policy, IVER_CLASS_MEASURE, path, strlen(path), &attr, &dec) >= 0) {
+                        ADD(pol, "action", json_object_new_string(iver_policy_action_to_string(dec.action)));
+                        ADD(pol, "matched", json_object_new_boolean(dec.matched));
+                        if (dec.matched) {
+                                char where[4200];
+                                snprintf(where, sizeof(where), "%s:%u", dec.file, dec.line);
+                                ADD(pol, "rule", json_object_new_string(where));
+                                char *text = NULL;
+                                if (iver_policy_rule_format(m->policy, dec.rule, &text) >= 0)
+                                        ADD(pol, "text", json_object_new_string(text));
+                                free(text);
+                        }
+                }
+                ADD(o, "policy", pol);
+        }
+
+        IverCache *cache = iver_context_cache(m->ctx);
+        uint32_t idx = iver_cache_find_path(cache, path, strlen(path));
+        if (idx != IVER_CACHE_NONE) {
+                IverEntry e;
+                char hex[2 * IVER_DIGEST_MAX + 1], dg[2 * IVER_DIGEST_MAX + 16];
+                iver_cache_get(cache, idx, &e);
+                json_object *last = json_object_new_object();
+                IverCookie old = iver_cache_cookie(cache, idx);
+                ADD(last, "cookie", cookie_json(&old));
+                if (e.flags & IVER_ENTRY_MEASURED) {
+                        snprintf(dg, sizeof(dg), "%s:%s", iver_hash_algo_to_string(e.digest.algo),
+                                 iver_digest_to_hex(&e.digest, hex));
+                        ADD(last, "digest", json_object_new_string(dg));
+                }
+                json_object *flags = json_object_new_array();
+                static const struct { uint32_t bit; const char *name, *why; } fl[] = {
+                        { IVER_ENTRY_PROVISIONAL, "provisional", "hashed while a writer held it open (no read lease): re-checked when it closes" },
+                        { IVER_ENTRY_RACY, "racy", "coarse ctime within one tick of the measurement: not trusted" },
+                        { IVER_ENTRY_UNSTABLE, "unstable", "kept changing while hashed: no digest recorded" },
+                        { IVER_ENTRY_STALE, "stale", "a writer closed it since: the next check re-hashes" },
+                        { IVER_ENTRY_VIOLATION, "violation", "a violation was recorded" },
+                };
+                for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++)
+                        if (e.flags & fl[i].bit) {
+                                json_object *f = json_object_new_object();
+                                ADD(f, "flag", json_object_new_string(fl[i].name));
+                                ADD(f, "why", json_object_new_string(fl[i].why));
+                                json_object_array_add(flags, f);
+                        }
+                ADD(last, "flags", flags);
+                ADD(o, "last_measurement", last);
+                if (r >= 0) {
+                        bool same_id = e.id.dev == st.dev && e.id.ino == st.ino && (e.id.gen == st.gen || !st.has_btime);
+                        IverCookie now = iver_cookie_from_stat(src, &st);
+                        bool iverd = !same_id || !iver_cookie_equal(&old, &now) ||
+                                     (e.flags & (IVER_ENTRY_PROVISIONAL | IVER_ENTRY_RACY | IVER_ENTRY_UNSTABLE | IVER_ENTRY_STALE));
+                        json_object *w = json_object_new_object();
+                        ADD(w, "iverd", json_object_new_string(iverd ? "re-hash" : "hit"));
+                        ADD(w, "atime_heuristic", json_object_new_string(iver_shadow_atime(&st) != e.shadow_atime ? "re-hash" : "skip"));
+                        ADD(w, "mtime_heuristic", json_object_new_string(iver_shadow_mtime(&st) != e.shadow_mtime ? "re-hash" : "skip"));
+                        ADD(w, "same_identity", json_object_new_boolean(same_id));
+                        ADD(o, "next_check", w);
+                }
+        }
+        json_object *entries = json_object_new_array();
+        if (m->evidence)
+                evidence_entries_for(m->evidence, path, entries);
+        ADD(o, "list_entries", entries);
+        return o;
+}
+
 typedef json_object *(*verb_fn)(Manager *m, Conn *c, json_object *req);
 
 static const verb_fn handlers[_VERB_MAX] = {
@@ -211,6 +324,7 @@ static const verb_fn handlers[_VERB_MAX] = {
         [VERB_RESCAN] = verb_rescan,
         [VERB_RELOAD] = verb_reload,
         [VERB_QUOTE] = verb_quote,
+        [VERB_EXPLAIN] = verb_explain,
 };
 
 json_object *verb_run(VerbId v, Manager *m, Conn *c, json_object *req) {
