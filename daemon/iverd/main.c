@@ -102,6 +102,7 @@ int main(int argc, char *argv[]) {
         }
 
         log_setup(o.verbose);
+        caps_drop_unneeded(); /* before manager_new() starts the worker threads: capabilities are per thread */
         Manager *m = NULL;
         int r = manager_new(&o, &m);
         if (r < 0) {
