@@ -240,6 +240,106 @@ static bool check_path(Manager *m, const char *path) {
         return false;
 }
 
+/* ---- re-checks of provisional results ----
+ * IN_CLOSE_WRITE is queued before the closing writer gives up its write
+ * access (fsnotify_close() precedes put_file_access() in __fput()), and on
+ * xfs ->release() takes a while (it trims speculative preallocation): the
+ * check that the close triggers often still finds a writer, cannot take the
+ * read lease and measures provisionally, and no further event ever comes.
+ * So a provisional result is re-checked a few times with a backoff; a file
+ * that stays open for writing is given up on after RETRY_ATTEMPTS and waits
+ * for its next close. Pending re-checks count as pending for settle. */
+#define RETRY_ATTEMPTS 6
+#define RETRY_BASE_USEC (10ULL * 1000ULL) /* 10, 20, 40, 80, 160, 320 ms */
+#define RETRY_MAX 4096
+
+typedef struct Retry {
+        char *path;
+        unsigned attempts;
+        uint64_t due; /* CLOCK_MONOTONIC µs; UINT64_MAX: queued, waiting for the outcome */
+} Retry;
+
+static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+static void retry_arm(Manager *m) {
+        uint64_t next = UINT64_MAX;
+        for (size_t i = 0; i < m->n_retries; i++)
+                if (m->retries[i].due < next)
+                        next = m->retries[i].due;
+        if (next == UINT64_MAX) {
+                if (m->retry_timer)
+                        (void) sd_event_source_set_enabled(m->retry_timer, SD_EVENT_OFF);
+                return;
+        }
+        if (!m->retry_timer) {
+                if (sd_event_add_time(m->event, &m->retry_timer, CLOCK_MONOTONIC, next, 1000, on_retry_timer, m) < 0)
+                        log_warning("Cannot arm the re-check timer; provisional files wait for their next event");
+                return;
+        }
+        (void) sd_event_source_set_time(m->retry_timer, next);
+        (void) sd_event_source_set_enabled(m->retry_timer, SD_EVENT_ONESHOT);
+}
+
+static void retry_remove(Manager *m, size_t i) {
+        free(m->retries[i].path);
+        m->retries[i] = m->retries[--m->n_retries];
+}
+
+/* Called with every finished check of path: provisional or not. */
+static void retry_note(Manager *m, const char *path, bool provisional) {
+        size_t i;
+        if (!provisional && m->n_retries == 0)
+                return;
+        for (i = 0; i < m->n_retries; i++)
+                if (strcmp(m->retries[i].path, path) == 0)
+                        break;
+        if (!provisional) {
+                if (i < m->n_retries)
+                        retry_remove(m, i);
+                return;
+        }
+        if (i == m->n_retries) {
+                if (m->n_retries >= RETRY_MAX)
+                        return;
+                if (m->n_retries == m->cap_retries) {
+                        size_t ncap = m->cap_retries ? 2 * m->cap_retries : 16;
+                        Retry *n = realloc(m->retries, ncap * sizeof(Retry));
+                        if (!n)
+                                return;
+                        m->retries = n;
+                        m->cap_retries = ncap;
+                }
+                char *p = strdup(path);
+                if (!p)
+                        return;
+                m->retries[m->n_retries++] = (Retry) { .path = p };
+        }
+        Retry *r = &m->retries[i];
+        if (r->attempts >= RETRY_ATTEMPTS) {
+                log_debug("%s stays open for writing: re-checked at its next close", path);
+                retry_remove(m, i);
+                return;
+        }
+        uint64_t now = 0;
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        r->due = now + (RETRY_BASE_USEC << r->attempts);
+        r->attempts++;
+        retry_arm(m);
+}
+
+static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        uint64_t now = 0;
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        for (size_t i = 0; i < m->n_retries; i++)
+                if (m->retries[i].due <= now) {
+                        m->retries[i].due = UINT64_MAX;
+                        manager_queue(m, m->retries[i].path);
+                }
+        retry_arm(m);
+        return 0;
+}
+
 static int on_dispatch(sd_event_source *s, void *userdata) {
         Manager *m = userdata;
         const char *path;
@@ -247,8 +347,10 @@ static int on_dispatch(sd_event_source *s, void *userdata) {
                 path = queue_pop(m->queue);
                 if (!path)
                         break;
-                if (check_path(m, path))
+                if (check_path(m, path)) {
+                        retry_note(m, path, false); /* finished here: never provisional */
                         queue_done(m->queue, path);
+                }
         }
         if (queue_queued(m->queue) > 0 && queue_inflight(m->queue) < m->max_inflight)
                 (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
@@ -270,6 +372,7 @@ static int on_workers(sd_event_source *s, int fd, uint32_t revents, void *userda
                                       .fs_magic = iver_cookie_table_fs_magic(iver_context_cookies(m->ctx), j->m.st.dev) };
                 (void) iver_policy_match(m->policy, IVER_CLASS_MEASURE, j->path, strlen(j->path), &attr, &d);
                 handle_outcome(m, j->path, &o, &d);
+                retry_note(m, j->path, o.result == IVER_CHECK_MEASURED && o.provisional);
                 queue_done(m->queue, j->path);
                 free(j);
         }
@@ -287,7 +390,7 @@ int manager_rescan(Manager *m) {
 
 bool manager_settled(const Manager *m) {
         return queue_queued(m->queue) == 0 && queue_inflight(m->queue) == 0 && !walk_busy(m->walk) &&
-               !(m->evidence && evidence_pending(m->evidence));
+               m->n_retries == 0 && !(m->evidence && evidence_pending(m->evidence));
 }
 
 static void send_status(Manager *m) {
@@ -517,6 +620,10 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->rescan_timer);
         sd_event_source_disable_unref(m->status_timer);
         sd_event_source_disable_unref(m->snapshot_timer);
+        sd_event_source_disable_unref(m->retry_timer);
+        for (size_t i = 0; i < m->n_retries; i++)
+                free(m->retries[i].path);
+        free(m->retries);
         queue_free(m->queue);
         iver_context_free(m->ctx);
         iver_policy_free(m->policy);

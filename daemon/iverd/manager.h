@@ -60,6 +60,11 @@ typedef struct Manager {
         uint64_t snapshot_checks;       /* ledger checks at the last snapshot */
         uint64_t snapshot_interval_usec;
         sd_event_source *snapshot_timer;
+
+        /* provisional results waiting for a re-check (see retry_note) */
+        struct Retry *retries;
+        size_t n_retries, cap_retries;
+        sd_event_source *retry_timer;
 } Manager;
 
 int manager_new(const Overrides *o, Manager **ret);
