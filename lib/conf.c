@@ -16,12 +16,6 @@
 #include "iver/conf.h"
 #include "macro.h"
 
-static const char *const version_source_names[_IVER_VERSION_SOURCE_MAX] = {
-        [IVER_VERSION_SOURCE_AUTO] = "auto",
-        [IVER_VERSION_SOURCE_STATX] = "statx",
-        [IVER_VERSION_SOURCE_CTIME] = "ctime",
-};
-
 static const char *const on_access_names[_IVER_ON_ACCESS_MAX] = {
         [IVER_ON_ACCESS_NONE] = "none",
         [IVER_ON_ACCESS_EXEC] = "exec",
@@ -33,14 +27,6 @@ static int lookup(const char *const *names, int n, const char *s) {
                 if (strcmp(names[i], s) == 0)
                         return i;
         return -EINVAL;
-}
-
-const char *iver_version_source_to_string(IverVersionSource v) {
-        return v >= 0 && v < _IVER_VERSION_SOURCE_MAX ? version_source_names[v] : NULL;
-}
-
-IverVersionSource iver_version_source_from_string(const char *s) {
-        return (IverVersionSource) lookup(version_source_names, _IVER_VERSION_SOURCE_MAX, s);
 }
 
 const char *iver_on_access_to_string(IverOnAccess a) {
@@ -67,7 +53,7 @@ int iver_conf_init(IverConf *c) {
                 .pcr = IVER_CONF_PCR_AUTO,
                 .banks = (1u << IVER_HASH_SHA1) | (1u << IVER_HASH_SHA256),
                 .hash = IVER_HASH_SHA256,
-                .version_source = IVER_VERSION_SOURCE_AUTO,
+                .version_source = IVER_VERSION_AUTO,
                 .rescan_interval_usec = IVER_CONF_DEFAULT_RESCAN_USEC,
                 .workers = 0,
                 .on_access = IVER_ON_ACCESS_NONE,
@@ -231,7 +217,7 @@ static int parse_hash(ConfParser *cp, IverConf *c, const char *v, unsigned col) 
 }
 
 static int parse_version_source(ConfParser *cp, IverConf *c, const char *v, unsigned col) {
-        IverVersionSource s = iver_version_source_from_string(v);
+        IverVersionMode s = iver_version_mode_from_string(v);
         if (s < 0)
                 return fail(cp, col, "invalid version source '%s', expected auto, statx or ctime", v);
         c->version_source = s;

@@ -45,7 +45,7 @@ typedef struct IverRule {
         uint64_t size_le, size_ge;
         int pcr;
         IverHashAlgo hash;
-        IverTemplate template_;
+        IverImaTemplate template_;
         size_t file;             /* index into IverPolicy.files */
         unsigned line;
 } IverRule;

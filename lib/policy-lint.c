@@ -188,7 +188,7 @@ int iver_policy_rule_format(const IverPolicy *p, size_t i, char **ret) {
         if (r->set & (1u << OPT_HASH))
                 buf_printf(&b, " hash=%s", iver_hash_algo_to_string(r->hash));
         if (r->set & (1u << OPT_TEMPLATE))
-                buf_printf(&b, " template=%s", iver_template_to_string(r->template_));
+                buf_printf(&b, " template=%s", iver_imalog_template_to_string(r->template_));
         if (b.err) {
                 free(b.s);
                 return b.err;

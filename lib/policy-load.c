@@ -22,11 +22,6 @@ static const char *const action_names[_IVER_ACTION_MAX] = {
         [IVER_ACTION_DONT_APPRAISE] = "dont_appraise",
 };
 
-static const char *const template_names[_IVER_TEMPLATE_MAX] = {
-        [IVER_TEMPLATE_IMA_NG] = "ima-ng",
-        [IVER_TEMPLATE_IMA_SIG] = "ima-sig",
-};
-
 /* The first name of a magic is the one printed. */
 static const struct { const char *name; uint32_t magic; } fstypes[] = {
         { "ext4", 0xef53 }, { "ext3", 0xef53 }, { "ext2", 0xef53 },
@@ -73,16 +68,6 @@ bool iver_policy_action_is_positive(IverPolicyAction a) {
         return a == IVER_ACTION_MEASURE || a == IVER_ACTION_APPRAISE;
 }
 
-const char *iver_template_to_string(IverTemplate t) {
-        return t >= 0 && t < _IVER_TEMPLATE_MAX ? template_names[t] : NULL;
-}
-
-IverTemplate iver_template_from_string(const char *s) {
-        for (int i = 0; s && i < _IVER_TEMPLATE_MAX; i++)
-                if (strcmp(s, template_names[i]) == 0)
-                        return (IverTemplate) i;
-        return _IVER_TEMPLATE_INVALID;
-}
 
 uint64_t iver_fstype_from_name(const char *name) {
         for (size_t i = 0; name && i < ELEMENTSOF(fstypes); i++)

@@ -208,7 +208,7 @@ int iver_policy_match(const IverPolicy *p, IverPolicyClass class,
                 .action = class == IVER_CLASS_APPRAISE ? IVER_ACTION_DONT_APPRAISE : IVER_ACTION_DONT_MEASURE,
                 .pcr = IVER_POLICY_PCR_UNSET,
                 .hash = _IVER_HASH_INVALID,
-                .template_ = _IVER_TEMPLATE_INVALID,
+                .template_ = _IVER_IMA_TEMPLATE_INVALID,
         };
         if (!p || class < 0 || class >= _IVER_CLASS_MAX)
                 return 0;

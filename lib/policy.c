@@ -360,7 +360,7 @@ static int parse_hash(Parser *ps, IverRule *r, const Value *v) {
 }
 
 static int parse_template(Parser *ps, IverRule *r, const Value *v) {
-        IverTemplate t = iver_template_from_string((const char *) v->s);
+        IverImaTemplate t = iver_imalog_template_from_string((const char *) v->s);
         if (t < 0) {
                 error(ps, ps->val_col, "unknown template '%s', expected ima-ng or ima-sig", repr(ps, v->s, v->len));
                 return -EINVAL;
@@ -490,7 +490,7 @@ static int parse_word(Parser *ps, IverRule *r, const uint8_t *s, size_t n, size_
 
 static int parse_line(Parser *ps, const uint8_t *s, size_t n) {
         _cleanup_(policy_rule_done) IverRule r = {
-                .pcr = IVER_POLICY_PCR_UNSET, .hash = _IVER_HASH_INVALID, .template_ = _IVER_TEMPLATE_INVALID,
+                .pcr = IVER_POLICY_PCR_UNSET, .hash = _IVER_HASH_INVALID, .template_ = _IVER_IMA_TEMPLATE_INVALID,
         };
         unsigned cols[_COND_MAX] = {};
         size_t i = 0;

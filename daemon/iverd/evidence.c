@@ -204,7 +204,7 @@ static int on_drain(sd_event_source *s, void *userdata) {
 
 int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d) {
         IverImaEntry *ent = NULL;
-        IverImaTemplate t = d && d->template_ == IVER_TEMPLATE_IMA_SIG ? IVER_IMA_TEMPLATE_SIG : IVER_IMA_TEMPLATE_NG;
+        IverImaTemplate t = d && d->template_ >= 0 ? d->template_ : IVER_IMA_TEMPLATE_NG;
         unsigned pcr = d && d->pcr >= 0 ? (unsigned) d->pcr : e->pcr;
         int r = iver_imalog_entry_new(t, pcr, o->digest.algo, o->digest.bytes, o->digest.len, path, strlen(path), NULL,
                                       0, 0, &ent);

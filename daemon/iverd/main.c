@@ -70,7 +70,7 @@ int main(int argc, char *argv[]) {
                         o.pcr = (int) v;
                         break;
                 case 'V':
-                        o.version_source = iver_version_source_from_string(optarg);
+                        o.version_source = iver_version_mode_from_string(optarg);
                         if (o.version_source < 0) {
                                 fprintf(stderr, "iverd: --version-source: expected auto, statx or ctime, got '%s'\n", optarg);
                                 return 2;

@@ -18,6 +18,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "onaccess.h"
+#include "recheck.h"
 #include "persist.h"
 #include "walk.h"
 #include "watch.h"
@@ -157,13 +158,16 @@ void manager_queue(Manager *m, const char *path) {
 }
 
 static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d) {
+        if (o->result == IVER_CHECK_MEASURED && o->provisional) {
+                /* open writers: look again (close-write comes before the lease can be had) */
+                log_debug("Measured %s provisionally (open writers); will re-check", path);
+                recheck_add(m->recheck, path);
+                return;
+        }
+        if (o->result != IVER_CHECK_UNSTABLE)
+                recheck_remove(m->recheck, path);
         switch (o->result) {
         case IVER_CHECK_MEASURED:
-                if (o->provisional) {
-                        /* open writers: IN_CLOSE_WRITE brings us back when they are done */
-                        log_debug("Measured %s provisionally (open writers); will re-check", path);
-                        break;
-                }
                 m->measurements++;
                 log_measurement(path, o);
                 if (m->evidence)
@@ -172,6 +176,7 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         case IVER_CHECK_UNSTABLE:
                 m->violations++;
                 log_violation(path, "unstable: kept changing while hashed");
+                recheck_add(m->recheck, path);
                 break;
         case IVER_CHECK_ERROR:
                 if (o->error == -ENOENT || o->error == -ENOTDIR)
@@ -195,9 +200,10 @@ static bool check_path(Manager *m, const char *path) {
         IverPending p;
         int r = iver_context_stat(m->ctx, AT_FDCWD, path, &st);
         if (r < 0) {
-                if (r == -ENOENT || r == -ENOTDIR)
+                if (r == -ENOENT || r == -ENOTDIR) {
                         iver_check_forget(m->ctx, path);
-                else {
+                        recheck_remove(m->recheck, path);
+                } else {
                         m->errors++;
                         log_warning_errno(r, "Cannot stat %s: %m", path);
                 }
@@ -366,7 +372,7 @@ static int on_workers(sd_event_source *s, int fd, uint32_t revents, void *userda
                 (void) iver_check_finish(m->ctx, j->path, &j->pending, j->r, &j->m, &o);
                 /* the decision is re-made: the policy may have been reloaded meanwhile */
                 IverPolicyDecision d = { .pcr = IVER_POLICY_PCR_UNSET, .hash = _IVER_HASH_INVALID,
-                                         .template_ = _IVER_TEMPLATE_INVALID };
+                                         .template_ = _IVER_IMA_TEMPLATE_INVALID };
                 IverFileAttr attr = { .owner = j->m.st.uid, .subject_uid = IVER_UID_UNKNOWN, .mode = j->m.st.mode,
                                       .size = j->m.st.size,
                                       .fs_magic = iver_cookie_table_fs_magic(iver_context_cookies(m->ctx), j->m.st.dev) };
@@ -542,7 +548,7 @@ int manager_new(const Overrides *o, Manager **ret) {
         }
 
         IverContextOptions co = {
-                .version_mode = (IverVersionMode) m->conf.version_source,
+                .version_mode = m->conf.version_source,
                 .algo = m->conf.hash,
         };
         r = iver_context_new(&co, &m->ctx);
@@ -579,7 +585,8 @@ int manager_new(const Overrides *o, Manager **ret) {
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_OFF);
-        if ((r = walk_new(m, &m->walk)) < 0 || (r = watch_new(m, &m->watch)) < 0)
+        if ((r = walk_new(m, &m->walk)) < 0 || (r = watch_new(m, &m->watch)) < 0 ||
+            (r = recheck_new(m, &m->recheck)) < 0)
                 goto fail;
         if (m->conf.on_access != IVER_ON_ACCESS_NONE) {
                 r = onaccess_new(m, m->conf.on_access, &m->onaccess);
@@ -613,6 +620,7 @@ Manager *manager_free(Manager *m) {
         workers_free(m->workers);
         evidence_free(m->evidence);
         onaccess_free(m->onaccess);
+        recheck_free(m->recheck);
         walk_free(m->walk);
         watch_free(m->watch);
         sd_event_source_disable_unref(m->worker_source);

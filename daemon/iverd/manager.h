@@ -16,6 +16,7 @@ typedef struct Watch Watch;
 typedef struct Control Control;
 typedef struct Evidence Evidence;
 typedef struct OnAccess OnAccess;
+typedef struct Recheck Recheck;
 
 /* Command-line settings that override the config file (NULL / -1: not given). */
 typedef struct Overrides {
@@ -47,6 +48,7 @@ typedef struct Manager {
         Control *control;
         Evidence *evidence;             /* measurement list + TPM (may be NULL) */
         OnAccess *onaccess;             /* fanotify triggers (NULL: OnAccess=none) */
+        Recheck *recheck;               /* provisional files to look at again */
         sd_event_source *worker_source, *rescan_timer, *status_timer, *dispatch_source;
 
         /* progress and counters for status */

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "manager.h"
 #include "onaccess.h"
+#include "recheck.h"
 #include "walk.h"
 #include "watch.h"
 
@@ -49,6 +50,7 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "queued", U64(queue_queued(m->queue)));
         ADD(o, "hashing", U64(queue_inflight(m->queue)));
         ADD(o, "peak_queued", U64(m->peak_queued));
+        ADD(o, "provisional_rechecks", U64(recheck_count(m->recheck)));
         ADD(o, "coalesced_events", U64(queue_coalesced(m->queue)));
         ADD(o, "scanning", json_object_new_boolean(walk_busy(m->walk)));
         ADD(o, "initial_scan_done", json_object_new_boolean(m->initial_scan_done));

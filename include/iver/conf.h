@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 #include <stdint.h>
+#include "iver/cookie.h"   /* IverVersionMode */
 #include "iver/digest.h"
 
 /* iverd.conf(5): systemd-style "[Section]" headers and "Key=value" lines.
@@ -10,14 +11,6 @@
  * files, by the daemon, straight into the fields. */
 
 #define IVER_CONF_FILE "/etc/iverd/iverd.conf"
-
-typedef enum IverVersionSource {
-        IVER_VERSION_SOURCE_AUTO,
-        IVER_VERSION_SOURCE_STATX,
-        IVER_VERSION_SOURCE_CTIME,
-        _IVER_VERSION_SOURCE_MAX,
-        _IVER_VERSION_SOURCE_INVALID = -22, /* -EINVAL */
-} IverVersionSource;
 
 typedef enum IverOnAccess {
         IVER_ON_ACCESS_NONE,
@@ -36,7 +29,7 @@ typedef struct IverConf {
         uint32_t banks;              /* 1u << IverHashAlgo for each bank to extend */
         /* [Measure] */
         IverHashAlgo hash;           /* file digest algorithm of list entries */
-        IverVersionSource version_source;
+        IverVersionMode version_source;
         uint64_t rescan_interval_usec; /* 0: no periodic rescan */
         unsigned workers;            /* 0: one per online CPU */
         IverOnAccess on_access;
@@ -81,7 +74,5 @@ int iver_conf_load_file(IverConf *c, const char *path, unsigned flags, IverConfE
 /* The same for text in memory; name is used in the error. */
 int iver_conf_load_string(IverConf *c, const char *name, const void *data, size_t len, IverConfError *ret_error);
 
-const char *iver_version_source_to_string(IverVersionSource v);
-IverVersionSource iver_version_source_from_string(const char *s);
 const char *iver_on_access_to_string(IverOnAccess a);
 IverOnAccess iver_on_access_from_string(const char *s);

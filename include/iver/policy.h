@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "iver/digest.h"
+#include "iver/imalog.h"   /* IverImaTemplate */
 
 /* The policy language of iverd(8), described in iverd.policy(5).
  *
@@ -45,20 +46,11 @@ typedef enum IverPolicyClass {
         _IVER_CLASS_INVALID = -22,
 } IverPolicyClass;
 
-typedef enum IverTemplate {
-        IVER_TEMPLATE_IMA_NG,
-        IVER_TEMPLATE_IMA_SIG,
-        _IVER_TEMPLATE_MAX,
-        _IVER_TEMPLATE_INVALID = -22,
-} IverTemplate;
-
 const char *iver_policy_action_to_string(IverPolicyAction a);
 IverPolicyAction iver_policy_action_from_string(const char *s);
 IverPolicyClass iver_policy_action_class(IverPolicyAction a);
 /* Whether the action is measure or appraise (as opposed to dont_…). */
 bool iver_policy_action_is_positive(IverPolicyAction a);
-const char *iver_template_to_string(IverTemplate t);
-IverTemplate iver_template_from_string(const char *s);
 
 /* Filesystem magic by name ("ext4", "tmpfs", …) and back. 0 / NULL when unknown. */
 uint64_t iver_fstype_from_name(const char *name);
@@ -84,7 +76,7 @@ typedef struct IverPolicyDecision {
         IverPolicyAction action;
         int pcr;                 /* pcr= of the rule, or IVER_POLICY_PCR_UNSET (use the configured PCR) */
         IverHashAlgo hash;       /* hash= of the rule, or _IVER_HASH_INVALID (use the configured hash) */
-        IverTemplate template_;  /* template= of the rule, or _IVER_TEMPLATE_INVALID (ima-ng) */
+        IverImaTemplate template_;  /* template= of the rule, or _IVER_IMA_TEMPLATE_INVALID (ima-ng) */
         size_t rule;             /* index of the deciding rule, in load order */
         const char *file;        /* where the deciding rule was written, NULL when !matched */
         unsigned line;

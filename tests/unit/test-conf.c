@@ -36,7 +36,7 @@ START_TEST(test_defaults) {
         ck_assert_int_eq(c.pcr, IVER_CONF_PCR_AUTO);
         ck_assert_uint_eq(c.banks, (1u << IVER_HASH_SHA1) | (1u << IVER_HASH_SHA256));
         ck_assert_int_eq(c.hash, IVER_HASH_SHA256);
-        ck_assert_int_eq(c.version_source, IVER_VERSION_SOURCE_AUTO);
+        ck_assert_int_eq(c.version_source, IVER_VERSION_AUTO);
         ck_assert_uint_eq(c.rescan_interval_usec, 3600ull * 1000000ull);
         ck_assert_uint_eq(c.workers, 0);
         ck_assert_int_eq(c.on_access, IVER_ON_ACCESS_NONE);
@@ -73,7 +73,7 @@ START_TEST(test_every_key) {
         ck_assert_int_eq(c.pcr, 14);
         ck_assert_uint_eq(c.banks, (1u << IVER_HASH_SHA256) | (1u << IVER_HASH_SHA384) | (1u << IVER_HASH_SHA512));
         ck_assert_int_eq(c.hash, IVER_HASH_SHA512);
-        ck_assert_int_eq(c.version_source, IVER_VERSION_SOURCE_CTIME);
+        ck_assert_int_eq(c.version_source, IVER_VERSION_CTIME);
         ck_assert_uint_eq(c.rescan_interval_usec, 5400ull * 1000000ull);
         ck_assert_uint_eq(c.workers, 8);
         ck_assert_int_eq(c.on_access, IVER_ON_ACCESS_EXEC);
@@ -88,7 +88,7 @@ START_TEST(test_every_key) {
         ck_assert_int_eq(c.pcr, 7);
         ck_assert_uint_eq(c.workers, 0);
         ck_assert_int_eq(c.on_access, IVER_ON_ACCESS_OPEN);
-        ck_assert_int_eq(c.version_source, IVER_VERSION_SOURCE_STATX);
+        ck_assert_int_eq(c.version_source, IVER_VERSION_STATX);
         ck_assert_uint_eq(c.rescan_interval_usec, 0);
         ck_assert_str_eq(c.socket_path, "/run/iverd/iverd.sock");
         ck_assert_str_eq(c.runtime_directory, "/run/iverd-test");
@@ -225,11 +225,11 @@ START_TEST(test_files) {
 END_TEST
 
 START_TEST(test_enum_names) {
-        for (int i = 0; i < _IVER_VERSION_SOURCE_MAX; i++)
-                ck_assert_int_eq(iver_version_source_from_string(iver_version_source_to_string(i)), i);
+        for (int i = 0; i < _IVER_VERSION_MAX; i++)
+                ck_assert_int_eq(iver_version_mode_from_string(iver_version_mode_to_string(i)), i);
         for (int i = 0; i < _IVER_ON_ACCESS_MAX; i++)
                 ck_assert_int_eq(iver_on_access_from_string(iver_on_access_to_string(i)), i);
-        ck_assert_int_eq(iver_version_source_from_string("x"), _IVER_VERSION_SOURCE_INVALID);
+        ck_assert_int_eq(iver_version_mode_from_string("x"), _IVER_VERSION_INVALID);
         ck_assert_int_eq(iver_on_access_from_string(NULL), _IVER_ON_ACCESS_INVALID);
         ck_assert_ptr_null(iver_on_access_to_string(_IVER_ON_ACCESS_MAX));
 }

@@ -330,14 +330,14 @@ START_TEST(test_options_in_decision) {
         ck_assert_int_eq(iver_policy_match(p, IVER_CLASS_MEASURE, "/a/x", 4, NULL, &d), 1);
         ck_assert_int_eq(d.pcr, 14);
         ck_assert_int_eq(d.hash, IVER_HASH_SHA384);
-        ck_assert_int_eq(d.template_, IVER_TEMPLATE_IMA_SIG);
+        ck_assert_int_eq(d.template_, IVER_IMA_TEMPLATE_SIG);
         ck_assert_str_eq(d.file, "t.policy");
         ck_assert_uint_eq(d.line, 1);
         ck_assert_uint_eq(d.rule, 0);
         ck_assert_int_eq(iver_policy_match(p, IVER_CLASS_MEASURE, "/b/x", 4, NULL, &d), 1);
         ck_assert_int_eq(d.pcr, IVER_POLICY_PCR_UNSET);
         ck_assert_int_eq(d.hash, _IVER_HASH_INVALID);
-        ck_assert_int_eq(d.template_, _IVER_TEMPLATE_INVALID);
+        ck_assert_int_eq(d.template_, _IVER_IMA_TEMPLATE_INVALID);
         ck_assert_int_eq(iver_policy_match(p, IVER_CLASS_APPRAISE, "/a/x", 4, NULL, &d), 1);
         ck_assert_int_eq(d.hash, IVER_HASH_SHA512);
         ck_assert_uint_eq(d.rule, 2);

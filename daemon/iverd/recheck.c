@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Backoff re-checks of provisional measurements. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "manager.h"
+#include "recheck.h"
+
+#define DELAY_MIN_USEC 20000ULL
+#define DELAY_MAX_USEC 10000000ULL
+#define SOON_USEC 1000000ULL
+
+typedef struct Item {
+        char *path;
+        uint64_t due, delay;
+} Item;
+
+struct Recheck {
+        Manager *m;
+        Item *items;
+        size_t n, cap;
+        sd_event_source *timer;
+};
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static void arm(Recheck *r) {
+        if (r->n == 0) {
+                (void) sd_event_source_set_enabled(r->timer, SD_EVENT_OFF);
+                return;
+        }
+        uint64_t due = UINT64_MAX;
+        for (size_t i = 0; i < r->n; i++)
+                if (r->items[i].due < due)
+                        due = r->items[i].due;
+        (void) sd_event_source_set_time(r->timer, due);
+        (void) sd_event_source_set_enabled(r->timer, SD_EVENT_ONESHOT);
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Recheck *r = userdata;
+        uint64_t now = now_usec();
+        for (size_t i = 0; i < r->n; i++)
+                if (r->items[i].due <= now) {
+                        /* stays in the set until measured stably; next try later */
+                        r->items[i].delay = r->items[i].delay * 2 > DELAY_MAX_USEC ? DELAY_MAX_USEC : r->items[i].delay * 2;
+                        r->items[i].due = now + r->items[i].delay;
+                        manager_queue(r->m, r->items[i].path);
+                }
+        arm(r);
+        return 0;
+}
+
+int recheck_new(Manager *m, Recheck **ret) {
+        Recheck *r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->m = m;
+        int k = sd_event_add_time(m->event, &r->timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_timer, r);
+        if (k < 0) {
+                free(r);
+                return k;
+        }
+        (void) sd_event_source_set_enabled(r->timer, SD_EVENT_OFF);
+        *ret = r;
+        return 0;
+}
+
+Recheck *recheck_free(Recheck *r) {
+        if (!r)
+                return NULL;
+        for (size_t i = 0; i < r->n; i++)
+                free(r->items[i].path);
+        free(r->items);
+        sd_event_source_disable_unref(r->timer);
+        free(r);
+        return NULL;
+}
+
+static ssize_t find(const Recheck *r, const char *path) {
+        for (size_t i = 0; i < r->n; i++)
+                if (strcmp(r->items[i].path, path) == 0)
+                        return (ssize_t) i;
+        return -1;
+}
+
+void recheck_add(Recheck *r, const char *path) {
+        if (find(r, path) >= 0)
+                return; /* keeps its backoff */
+        if (r->n == r->cap) {
+                size_t cap = r->cap ? r->cap * 2 : 16;
+                Item *it = realloc(r->items, cap * sizeof(Item));
+                if (!it)
+                        return;
+                r->items = it;
+                r->cap = cap;
+        }
+        char *p = strdup(path);
+        if (!p)
+                return;
+        r->items[r->n++] = (Item) { .path = p, .delay = DELAY_MIN_USEC, .due = now_usec() + DELAY_MIN_USEC };
+        arm(r);
+}
+
+void recheck_remove(Recheck *r, const char *path) {
+        ssize_t i = find(r, path);
+        if (i < 0)
+                return;
+        free(r->items[i].path);
+        r->items[i] = r->items[--r->n];
+        arm(r);
+}
+
+size_t recheck_count(const Recheck *r) {
+        return r->n;
+}
+
+bool recheck_pending_soon(const Recheck *r) {
+        for (size_t i = 0; i < r->n; i++)
+                if (r->items[i].delay < SOON_USEC)
+                        return true;
+        return false;
+}
