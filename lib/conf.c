@@ -44,6 +44,8 @@ void iver_conf_done(IverConf *c) {
         free(c->runtime_directory);
         free(c->state_directory);
         free(c->socket_path);
+        free(c->appraise_keys);
+        free(c->appraise_keyring);
         *c = (IverConf) {};
 }
 
@@ -315,6 +317,35 @@ static int parse_socket(ConfParser *cp, IverConf *c, const char *v, unsigned col
         return set_path(cp, &c->socket_path, v, col, sizeof(((struct sockaddr_un *) NULL)->sun_path) - 1);
 }
 
+/* Keys=/a.pem /b.der: each absolute; one string, split by the daemon. */
+static int parse_appraise_keys(ConfParser *cp, IverConf *c, const char *v, unsigned col) {
+        for (const char *p = v; *p;) {
+                size_t n = strcspn(p, " \t");
+                if (n > 0 && p[0] != '/')
+                        return fail(cp, col + (unsigned) (p - v), "key file '%.*s' is not absolute, expected paths starting with '/'",
+                                    (int) n, p);
+                p += n;
+                p += strspn(p, " \t");
+        }
+        char *s = strdup(v);
+        if (!s)
+                return -ENOMEM;
+        free(c->appraise_keys);
+        c->appraise_keys = s;
+        return 0;
+}
+
+static int parse_appraise_keyring(ConfParser *cp, IverConf *c, const char *v, unsigned col) {
+        if (strlen(v) > 255)
+                return fail(cp, col, "keyring name longer than 255 bytes, expected a keyring name such as %%keyring:_ima");
+        char *s = strdup(v);
+        if (!s)
+                return -ENOMEM;
+        free(c->appraise_keyring);
+        c->appraise_keyring = s;
+        return 0;
+}
+
 static const struct ConfKey {
         const char *section;
         const char *key;
@@ -332,9 +363,11 @@ static const struct ConfKey {
         { "Paths",   "RuntimeDirectory",  parse_runtime_dir    },
         { "Paths",   "StateDirectory",    parse_state_dir      },
         { "Paths",   "Socket",            parse_socket         },
+        { "Appraise", "Keys",             parse_appraise_keys  },
+        { "Appraise", "Keyring",          parse_appraise_keyring },
 };
 
-static const char *const sections[] = { "TPM", "Measure", "Paths" };
+static const char *const sections[] = { "TPM", "Measure", "Paths", "Appraise" };
 
 /* An empty value puts the key back to its default, as in systemd. */
 static int reset_key(IverConf *c, const struct ConfKey *k) {
@@ -365,6 +398,10 @@ static int reset_key(IverConf *c, const struct ConfKey *k) {
                 RESET(state_directory);
         else if (k->parse == parse_socket)
                 RESET(socket_path);
+        else if (k->parse == parse_appraise_keys)
+                RESET(appraise_keys);
+        else if (k->parse == parse_appraise_keyring)
+                RESET(appraise_keyring);
 #undef RESET
         iver_conf_done(&d);
         return 0;
@@ -386,14 +423,14 @@ static int parse_line(ConfParser *cp, IverConf *c, char *s, size_t n, const char
 
         if (s[i] == '[') {
                 if (s[n - 1] != ']')
-                        return fail(cp, (unsigned) n, "section header without ']', expected [TPM], [Measure] or [Paths]");
+                        return fail(cp, (unsigned) n, "section header without ']', expected [TPM], [Measure], [Paths] or [Appraise]");
                 s[n - 1] = 0;
                 for (size_t k = 0; k < ELEMENTSOF(sections); k++)
                         if (strcmp(s + i + 1, sections[k]) == 0) {
                                 *section = sections[k];
                                 return 0;
                         }
-                return fail(cp, (unsigned) i + 1, "unknown section '[%.64s]', expected [TPM], [Measure] or [Paths]", s + i + 1);
+                return fail(cp, (unsigned) i + 1, "unknown section '[%.64s]', expected [TPM], [Measure], [Paths] or [Appraise]", s + i + 1);
         }
 
         char *eq = strchr(s + i, '=');

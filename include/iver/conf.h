@@ -37,6 +37,9 @@ typedef struct IverConf {
         char *runtime_directory;
         char *state_directory;
         char *socket_path;
+        /* [Appraise] */
+        char *appraise_keys;         /* PEM/DER public keys or certificates, paths separated by spaces; NULL: none */
+        char *appraise_keyring;      /* kernel keyring name (e.g. %keyring:_ima); NULL: none */
 } IverConf;
 
 #define IVER_CONF_DEFAULT_TCTI        "device:/dev/tpmrm0"

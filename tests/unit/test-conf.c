@@ -112,8 +112,8 @@ static const struct {
         const char *text, *error;
 } error_cases[] = {
         { "Workers=4\n", "t.conf:1:1: key 'Workers' outside a section, expected a [Section] header first" },
-        { "[TPM]\n[Daemon]\n", "t.conf:2:1: unknown section '[Daemon]', expected [TPM], [Measure] or [Paths]" },
-        { "[TPM\n", "t.conf:1:4: section header without ']', expected [TPM], [Measure] or [Paths]" },
+        { "[TPM]\n[Daemon]\n", "t.conf:2:1: unknown section '[Daemon]', expected [TPM], [Measure], [Paths] or [Appraise]" },
+        { "[TPM\n", "t.conf:1:4: section header without ']', expected [TPM], [Measure], [Paths] or [Appraise]" },
         { "[TPM]\nbogus line\n", "t.conf:2:1: 'bogus line' is not Key=value, expected a key such as Workers=4" },
         { "[TPM]\nWorkers=4\n", "t.conf:2:1: unknown key 'Workers' in [TPM], expected TCTI=, PCR= or Banks=" },
         { "[Measure]\n  TCTI=none\n",
