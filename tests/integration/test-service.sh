@@ -235,6 +235,8 @@ N=$(grep -c '"IVERD_PATH"' <<<"$J" || true)
 step "iverctl stats (root, through /run/iverd/iverd.sock)"
 ctl stats | tee "$S/stats"
 grep -Eq '^first_seen +6 ' "$S/stats" || fail "stats: first_seen != 6"
+step "runtime and state directories (UMask=0077: the list is root's; the socket is iverd.socket's, 0666)"
+C ls -la /run/iverd /var/lib/iverd
 step "iverctl stats as uid 65534 with gid iverd-stats ($GID), then with gid 65534"
 C setpriv --reuid=65534 --regid="$GID" --clear-groups env LD_LIBRARY_PATH="$LIBDIR" "$PREFIX/bin/iverctl" stats --json \
   | head -c 200; echo
