@@ -125,11 +125,12 @@ def cmd_table(a):          # table TITLE BEFORE AFTER
     print(f"  | {'counter':<24} | {'before':>12} | {'after':>12} | {'delta':>10} |")
     print(f"  |{'-'*26}|{'-'*14}|{'-'*14}|{'-'*12}|")
     for k in LEDGER:
-        print(f"  | {k:<24} | {b[k]:>12} | {x[k]:>12} | {x[k]-b[k]:>+10} |")
+        if k in b and k in x:
+            print(f"  | {k:<24} | {b[k]:>12} | {x[k]:>12} | {x[k]-b[k]:>+10} |")
 
 def cmd_deltas(a):         # deltas BEFORE AFTER → one summary cell list
     b, x = load(a[0]), load(a[1])
-    print(" ".join(f"{x[k]-b[k]:+d}" for k in ["checks", "remeasured", "avoided_vs_atime", "extra_vs_mtime",
+    print(" ".join(f"{x[k]-b[k]:+d}" if k in b and k in x else "?" for k in ["checks", "remeasured", "avoided_vs_atime", "extra_vs_mtime",
                                                 "missed_by_mtime", "unchanged_content", "bytes_hashed"]))
 
 def cmd_listcheck(a):      # listcheck LISTFILE ROOT [LOGFILE]: the list under ROOT is exactly the regular files,
