@@ -451,6 +451,7 @@ static int parse_line(ConfParser *cp, IverConf *c, char *s, size_t n, const char
         if (!k) {
                 const char *expect = strcmp(*section, "TPM") == 0 ? "TCTI=, PCR= or Banks=" :
                                      strcmp(*section, "Measure") == 0 ? "Hash=, VersionSource=, RescanIntervalSec=, Workers= or OnAccess=" :
+                                     strcmp(*section, "Appraise") == 0 ? "Keys= or Keyring=" :
                                      "RuntimeDirectory=, StateDirectory= or Socket=";
                 return fail(cp, (unsigned) i + 1, "unknown key '%.64s' in [%s], expected %s", key, *section, expect);
         }
