@@ -33,9 +33,11 @@ done
 PREFIX=/opt/iverd                       # install prefix, as seen inside the container
 NAME=iverdtest$$
 S=$(mktemp -d /tmp/iverd-svc.XXXXXX)
-NSPAWN_PID= CG_DIRS=() LEAVE_NSPAWN_DIR=1 LEAVE_NSPAWN_ROOT=1
+NSPAWN_PID= CG_DIRS=() LEAVE_NSPAWN_DIR=1 LEAVE_NSPAWN_ROOT=1 LEAVE_RUN_SYSTEMD=1
 [ -e /run/systemd/nspawn ] || LEAVE_NSPAWN_DIR=0
 [ -e /run/systemd/nspawn-root ] || LEAVE_NSPAWN_ROOT=0
+[ -e /run/systemd ] || LEAVE_RUN_SYSTEMD=0
+RUN_SYSTEMD_BEFORE=$(find /run/systemd -maxdepth 1 -mindepth 1 2>/dev/null | sort)
 # canaries: booting systemd on the host would empty /tmp (tmpfiles --remove)
 CANARY=$(mktemp /tmp/iverd-svc-canary.XXXXXX)
 CANARY2=$(mktemp /var/tmp/iverd-svc-canary.XXXXXX)
@@ -79,6 +81,10 @@ cleanup() {
     [ -e /run/systemd/nspawn ] && echo "WARNING: /run/systemd/nspawn not empty, left in place"
   fi
   [ $LEAVE_NSPAWN_ROOT = 0 ] && rmdir /run/systemd/nspawn-root 2>/dev/null
+  local extra
+  extra=$(comm -13 <(printf '%s\n' "$RUN_SYSTEMD_BEFORE") <(find /run/systemd -maxdepth 1 -mindepth 1 2>/dev/null | sort))
+  [ -z "$extra" ] || echo "WARNING: new in /run/systemd: $extra"
+  [ $LEAVE_RUN_SYSTEMD = 0 ] && [ -d /run/systemd ] && rmdir /run/systemd 2>/dev/null
   if grep -q " $S" /proc/mounts; then echo "WARNING: mounts below $S left on the host"; fi
   rm -rf "$S"
   [ -e "$CANARY" ] || { echo "FAIL: host /tmp canary vanished"; rc=1; }
@@ -170,7 +176,7 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 [ -n "$PID1" ] || { cat "$S/console.log"; fail "no systemd in the container"; }
-C() { nsenter -t "$PID1" -m -p -- "$@"; }
+C() { timeout 60 nsenter -t "$PID1" -m -p -- "$@"; }
 ctl() { C env LD_LIBRARY_PATH="$LIBDIR" "$PREFIX/bin/iverctl" "$@"; }
 state=
 for _ in $(seq 150); do
