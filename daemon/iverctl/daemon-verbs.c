@@ -77,16 +77,27 @@ int verb_stats(int argc, char *argv[]) {
                 { "json", no_argument, NULL, 'j' },
                 { "prometheus", no_argument, NULL, 'p' },
                 { "top", required_argument, NULL, 't' },
+                { "output", required_argument, NULL, 'o' },
                 {},
         };
         int c, top = 0, mode = 0;
+        const char *output = NULL;
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
                 switch (c) {
                 case 'j': mode = 1; break;
                 case 'p': mode = 2; break;
                 case 't': top = atoi(optarg); break;
+                case 'o': output = optarg; break;
                 default: return IVERCTL_EXIT_USAGE;
                 }
+        /* --output FILE (with --prometheus): for node_exporter's textfile
+         * collector, which must never read a half-written file: write
+         * FILE.tmp (0644, synced) in the same directory, then rename. On any
+         * failure FILE is left as it was. */
+        if (output && mode != 2) {
+                fprintf(stderr, "iverctl stats: --output needs --prometheus\n");
+                return IVERCTL_EXIT_USAGE;
+        }
         json_object *req = request("stats"), *r, *s, *rows;
         json_object_object_add(req, "top", json_object_new_int(top));
         int ret = call(req, 0, &r);
@@ -98,6 +109,20 @@ int verb_stats(int argc, char *argv[]) {
         if (mode == 1) {
                 print_json(s);
         } else if (mode == 2) {
+                char tmp[PATH_MAX];
+                FILE *f = stdout;
+                if (output) {
+                        int fd = -1;
+                        if (snprintf(tmp, sizeof(tmp), "%s.tmp", output) >= (int) sizeof(tmp) ||
+                            (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0 ||
+                            fchmod(fd, 0644) < 0 || !(f = fdopen(fd, "w"))) {
+                                fprintf(stderr, "iverctl stats: cannot write %s: %s\n", tmp, strerror(errno));
+                                if (fd >= 0)
+                                        close(fd), unlink(tmp);
+                                json_object_put(r);
+                                return IVERCTL_EXIT_FAILURE;
+                        }
+                }
                 for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++) {
                         json_object *v;
                         if (!json_object_object_get_ex(s, stat_fields[i].key, &v))
@@ -108,11 +133,21 @@ int verb_stats(int argc, char *argv[]) {
                         snprintf(name, sizeof(name), "iverd_%.*s%s",
                                  ns ? (int) (strlen(stat_fields[i].key) - 3) : (int) strlen(stat_fields[i].key),
                                  stat_fields[i].key, suffix);
-                        printf("# HELP %s %s.\n# TYPE %s counter\n", name, stat_fields[i].help, name);
+                        fprintf(f, "# HELP %s %s.\n# TYPE %s counter\n", name, stat_fields[i].help, name);
                         if (ns)
-                                printf("%s %.9f\n", name, (double) json_object_get_uint64(v) / 1e9);
+                                fprintf(f, "%s %.9f\n", name, (double) json_object_get_uint64(v) / 1e9);
                         else
-                                printf("%s %" PRIu64 "\n", name, json_object_get_uint64(v));
+                                fprintf(f, "%s %" PRIu64 "\n", name, json_object_get_uint64(v));
+                }
+                if (output) {
+                        bool ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
+                        ok = fclose(f) == 0 && ok;
+                        if (!ok || rename(tmp, output) < 0) {
+                                fprintf(stderr, "iverctl stats: cannot write %s: %s\n", output, strerror(errno));
+                                unlink(tmp);
+                                json_object_put(r);
+                                return IVERCTL_EXIT_FAILURE;
+                        }
                 }
         } else {
                 for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++) {
@@ -143,8 +178,11 @@ int verb_stats(int argc, char *argv[]) {
 
 int verb_list(int argc, char *argv[]) {
         json_object *req = request("list"), *r, *files;
-        if (argc > 1)
-                json_object_object_add(req, "prefix", json_object_new_string(argv[1]));
+        for (int i = 1; i < argc; i++)
+                if (strcmp(argv[i], "--violations") == 0)
+                        json_object_object_add(req, "violations", json_object_new_boolean(1));
+                else
+                        json_object_object_add(req, "prefix", json_object_new_string(argv[i]));
         int ret = call(req, 0, &r);
         json_object_put(req);
         if (ret)
@@ -154,8 +192,10 @@ int verb_list(int argc, char *argv[]) {
                 json_object *f = json_object_array_get_idx(files, i), *p, *d, *st;
                 json_object_object_get_ex(f, "path", &p);
                 json_object_object_get_ex(f, "state", &st);
-                printf("%s  %-11s ", json_object_object_get_ex(f, "digest", &d) ? json_object_get_string(d) : "-",
-                       json_object_get_string(st));
+                json_object *vio;
+                bool violation = json_object_object_get_ex(f, "violation", &vio) && json_object_get_boolean(vio);
+                printf("%s  %-11s%s ", json_object_object_get_ex(f, "digest", &d) ? json_object_get_string(d) : "-",
+                       json_object_get_string(st), violation ? " VIOLATION" : "");
                 print_path(stdout, json_object_get_string(p));
                 putchar('\n');
         }

@@ -23,5 +23,6 @@ int verb_reload(int argc, char *argv[]);
 int verb_settle(int argc, char *argv[]);
 int verb_quote(int argc, char *argv[]);
 int verb_policy(int argc, char *argv[]);
+int verb_policy_export(int argc, char *argv[]);
 int verb_verify(int argc, char *argv[]);
 int verb_explain(int argc, char *argv[]);

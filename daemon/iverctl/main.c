@@ -15,7 +15,7 @@ typedef struct Verb {
 static const Verb verbs[] = {
         { "status", verb_status, "status [--json]                      daemon state: version sources, watches, queue, TPM" },
         { "stats", verb_stats, "stats [--json|--prometheus] [--top N] the avoided-remeasurement ledger" },
-        { "list", verb_list, "list [PREFIX]                        cached measurements" },
+        { "list", verb_list, "list [--violations] [PREFIX]         cached measurements" },
         { "log", verb_log, "log [--ascii|--binary]               the IMA-format measurement list" },
         { "explain", verb_explain, "explain PATH                         why a file is (not) measured, cookies, heuristics, list entries" },
         { "remeasure", verb_remeasure, "remeasure PATH…                      check paths now" },
@@ -25,6 +25,7 @@ static const Verb verbs[] = {
         { "quote", verb_quote, "quote --nonce HEX --out DIR          TPM quote + list for a verifier" },
         { "verify", verb_verify, "verify DIR [--nonce HEX]             verify a quote directory (OpenSSL only)" },
         { "policy", verb_policy, "policy check FILE|DIR                lint a policy" },
+        { "policy", verb_policy, "policy export --keylime [--out FILE] Keylime runtime policy from the current list" },
         { "hash", verb_hash, "hash [--json] [--algo ALGO] FILE…    measure files offline" },
 };
 

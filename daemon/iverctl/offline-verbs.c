@@ -1,16 +1,26 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* iverctl verbs that need no daemon: policy check, verify. */
+#include <regex.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include <json-c/json.h>
+
+#include "iver/imalog.h"
 #include "iver/policy.h"
 #include "iver/tpm.h"
 #include "iverctl.h"
+#include "output.h"
 
 int verb_policy(int argc, char *argv[]) {
+        if (argc >= 2 && strcmp(argv[1], "export") == 0)
+                return verb_policy_export(argc - 1, argv + 1);
         if (argc != 3 || strcmp(argv[1], "check") != 0) {
-                fprintf(stderr, "iverctl policy: usage: policy check FILE|DIR\n");
+                fprintf(stderr, "iverctl policy: usage: policy check FILE|DIR\n"
+                                "                     policy export --keylime [--out FILE]\n");
                 return IVERCTL_EXIT_USAGE;
         }
         IverPolicyDiags diags = {};
@@ -60,11 +70,120 @@ static int read_nonce_file(const char *dir, uint8_t *nonce, size_t max, size_t *
         return 0;
 }
 
+static void print_hex(FILE *f, const uint8_t *p, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%02x", p[i]);
+}
+
+/* --policy: every entry of DIR/measurements.bin must have its file digest in
+ * the Keylime runtime policy's "digests" list for its path, as Keylime's
+ * verifier requires of ima-ng / ima-sig entries (hex digest, no "algo:"
+ * prefix; paths matching an "excludes" regex, anchored at the start like
+ * Python's re.match, are skipped). The regexes are POSIX extended ones here:
+ * the common subset of Python's syntax behaves the same. Violations carry a
+ * zero digest and so are disallowed unless the policy lists it. Every
+ * disallowed entry is reported on stdout. Returns the number of disallowed
+ * entries, or -1 after printing why the check could not be made. */
+static long check_runtime_policy(const char *dir, const char *policy_path) {
+        json_object *pol = json_object_from_file(policy_path), *digests, *excl = NULL;
+        if (!pol || !json_object_is_type(pol, json_type_object) ||
+            !json_object_object_get_ex(pol, "digests", &digests) || !json_object_is_type(digests, json_type_object)) {
+                fprintf(stderr, "iverctl verify: %s: not a runtime policy (a JSON object with a \"digests\" object)\n",
+                        policy_path);
+                json_object_put(pol);
+                return -1;
+        }
+        size_t n_ex = 0;
+        regex_t *ex = NULL;
+        if (json_object_object_get_ex(pol, "excludes", &excl) && json_object_is_type(excl, json_type_array)) {
+                ex = calloc(json_object_array_length(excl) + 1, sizeof(regex_t));
+                if (!ex) {
+                        json_object_put(pol);
+                        return -1;
+                }
+                for (size_t i = 0; i < json_object_array_length(excl); i++) {
+                        const char *re = json_object_get_string(json_object_array_get_idx(excl, i));
+                        if (!re || regcomp(&ex[n_ex], re, REG_EXTENDED) != 0) {
+                                fprintf(stderr, "iverctl verify: %s: bad exclude regex '%s'\n", policy_path,
+                                        re ? re : "(null)");
+                                for (size_t j = 0; j < n_ex; j++)
+                                        regfree(&ex[j]);
+                                free(ex);
+                                json_object_put(pol);
+                                return -1;
+                        }
+                        n_ex++;
+                }
+        }
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/measurements.bin", dir);
+        IverImaLog *l = NULL;
+        int r = iver_imalog_load(path, &l);
+        if (r < 0) {
+                fprintf(stderr, "iverctl verify: %s: %s\n", path, strerror(-r));
+                for (size_t j = 0; j < n_ex; j++)
+                        regfree(&ex[j]);
+                free(ex);
+                json_object_put(pol);
+                return -1;
+        }
+        long bad = 0;
+        size_t n_excluded = 0, n = iver_imalog_size(l);
+        for (size_t i = 0; i < n; i++) {
+                const IverImaEntry *e = iver_imalog_get(l, i);
+                bool excluded = false;
+                for (size_t j = 0; j < n_ex && !excluded; j++) {
+                        regmatch_t m;
+                        excluded = regexec(&ex[j], e->path, 1, &m, 0) == 0 && m.rm_so == 0;
+                }
+                if (excluded) {
+                        n_excluded++;
+                        continue;
+                }
+                char h[2 * 64 + 1] = "";
+                for (size_t k = 0; k < e->digest_len && k < 64; k++)
+                        snprintf(h + 2 * k, 3, "%02x", e->digest[k]);
+                json_object *allowed = NULL;
+                bool ok = false, known = json_object_object_get_ex(digests, e->path, &allowed) &&
+                                         json_object_is_type(allowed, json_type_array);
+                for (size_t k = 0; known && k < json_object_array_length(allowed) && !ok; k++) {
+                        const char *a = json_object_get_string(json_object_array_get_idx(allowed, k));
+                        ok = a && strcasecmp(a, h) == 0;
+                }
+                if (ok)
+                        continue;
+                bad++;
+                printf("DISALLOWED entry %zu: ", i);
+                print_path(stdout, e->path);
+                printf(" %s:", iver_hash_algo_to_string(e->algo));
+                print_hex(stdout, e->digest, e->digest_len);
+                if (e->violation)
+                        printf(" (violation)");
+                if (!known)
+                        printf(" — path not in policy\n");
+                else {
+                        printf(" — policy allows");
+                        for (size_t k = 0; k < json_object_array_length(allowed); k++)
+                                printf(" %s", json_object_get_string(json_object_array_get_idx(allowed, k)));
+                        putchar('\n');
+                }
+        }
+        printf("Policy %s: %zu list entries, %zu excluded, %ld disallowed.\n", policy_path, n, n_excluded, bad);
+        iver_imalog_free(l);
+        for (size_t j = 0; j < n_ex; j++)
+                regfree(&ex[j]);
+        free(ex);
+        json_object_put(pol);
+        return bad;
+}
+
 int verb_verify(int argc, char *argv[]) {
-        const char *dir = NULL, *hex = NULL, *ak = NULL;
+        const char *dir = NULL, *hex = NULL, *ak = NULL, *policy = NULL;
         for (int i = 1; i < argc; i++)
                 if (strcmp(argv[i], "--nonce") == 0 && i + 1 < argc)
                         hex = argv[++i];
+                else if (strcmp(argv[i], "--policy") == 0 && i + 1 < argc)
+                        policy = argv[++i];
                 else if (strcmp(argv[i], "--ak") == 0 && i + 1 < argc)
                         ak = argv[++i];
                 else if (!dir)
@@ -74,7 +193,7 @@ int verb_verify(int argc, char *argv[]) {
                         return IVERCTL_EXIT_USAGE;
                 }
         if (!dir) {
-                fprintf(stderr, "iverctl verify: usage: verify DIR [--nonce HEX] [--ak PEM]\n");
+                fprintf(stderr, "iverctl verify: usage: verify DIR [--nonce HEX] [--ak PEM] [--policy RUNTIME-POLICY.json]\n");
                 return IVERCTL_EXIT_USAGE;
         }
         uint8_t nonce[64];
@@ -89,11 +208,21 @@ int verb_verify(int argc, char *argv[]) {
                 fprintf(stderr, "iverctl verify: %s: %s\n", dir, strerror(-r));
                 return IVERCTL_EXIT_VERIFY;
         }
-        if (rep.failed) {
+        if (rep.failed)
                 fprintf(stderr, "iverctl verify: FAILED: %s\n", rep.message);
-                return IVERCTL_EXIT_VERIFY;
+        else
+                printf("Verified: signature, nonce, PCR digest; list of %zu entries, %zu replayed into the quoted PCR.\n",
+                       rep.list_entries, rep.matched_prefix);
+        if (policy) {
+                long bad = check_runtime_policy(dir, policy);
+                if (bad < 0)
+                        return IVERCTL_EXIT_VERIFY;
+                if (bad > 0) {
+                        fflush(stdout);
+                        fprintf(stderr, "iverctl verify: FAILED: %ld list entr%s not allowed by %s\n", bad,
+                                bad == 1 ? "y" : "ies", policy);
+                        return IVERCTL_EXIT_VERIFY;
+                }
         }
-        printf("Verified: signature, nonce, PCR digest; list of %zu entries, %zu replayed into the quoted PCR.\n",
-               rep.list_entries, rep.matched_prefix);
-        return IVERCTL_EXIT_OK;
+        return rep.failed ? IVERCTL_EXIT_VERIFY : IVERCTL_EXIT_OK;
 }

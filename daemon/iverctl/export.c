@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* iverctl policy export --keylime: a Keylime runtime policy built from the
+ * daemon's current measurement list, for a golden host.
+ *
+ * The document follows Keylime's RuntimePolicyType (keylime/ima/types.py,
+ * version 1; EMPTY_RUNTIME_POLICY in keylime/ima/ima.py):
+ *   meta       {"version": 1, "generator": 0, "timestamp": "…"}   generator is
+ *              Keylime's RUNTIME_POLICY_GENERATOR integer enum (0 = Unknown:
+ *              none of Keylime's own generators; a string there is not the schema)
+ *   release    0
+ *   digests    {path: [hex file digest, …]}   every digest the list holds for
+ *              the path, in list order: the golden host's own list must pass
+ *              its policy, and Keylime replays the list from its first entry
+ *   excludes   []     keyrings {}     ima-buf {}     verification-keys ""
+ *   ima        {"ignored_keyrings": [], "log_hash_alg": "sha1", "dm_policy": null}
+ *              log_hash_alg is the template hash of the list (SHA-1 here)
+ * Keylime compares the file digest as lower-case hex without the "algo:" prefix.
+ *
+ * The list is fetched in the binary format (verb "log", format "binary"):
+ * every path round-trips there, while an ASCII line cannot carry a '\n' in a
+ * path. Violations (zero digests) are not policy material and are left out;
+ * a path that is not valid UTF-8 cannot be a JSON key Keylime reads back and
+ * is left out with a warning (a verifier will then flag it as not allowed). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "client.h"
+#include "iver/imalog.h"
+#include "iverctl.h"
+#include "output.h"
+
+static int b64_decode(const char *in, uint8_t **ret, size_t *ret_len) {
+        size_t n = strlen(in);
+        uint8_t *out = malloc(n / 4 * 3 + 3);
+        if (!out)
+                return -ENOMEM;
+        int k = n ? EVP_DecodeBlock(out, (const unsigned char *) in, (int) n) : 0;
+        if (k < 0) {
+                free(out);
+                return -EBADMSG;
+        }
+        if (n >= 1 && in[n - 1] == '=')
+                k--;
+        if (n >= 2 && in[n - 2] == '=')
+                k--;
+        *ret = out;
+        *ret_len = (size_t) k;
+        return 0;
+}
+
+/* Strict UTF-8 (no overlongs, no surrogates, ≤ U+10FFFF). */
+static bool valid_utf8(const unsigned char *s, size_t n) {
+        for (size_t i = 0; i < n;) {
+                unsigned c = s[i];
+                size_t k;
+                unsigned cp;
+                if (c < 0x80) {
+                        i++;
+                        continue;
+                } else if ((c & 0xe0) == 0xc0)
+                        k = 1, cp = c & 0x1f;
+                else if ((c & 0xf0) == 0xe0)
+                        k = 2, cp = c & 0x0f;
+                else if ((c & 0xf8) == 0xf0)
+                        k = 3, cp = c & 0x07;
+                else
+                        return false;
+                if (i + k >= n)
+                        return false;
+                for (size_t j = 1; j <= k; j++) {
+                        if ((s[i + j] & 0xc0) != 0x80)
+                                return false;
+                        cp = cp << 6 | (s[i + j] & 0x3f);
+                }
+                if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) || cp > 0x10ffff ||
+                    (cp >= 0xd800 && cp <= 0xdfff))
+                        return false;
+                i += k + 1;
+        }
+        return true;
+}
+
+static void hex(const uint8_t *p, size_t n, char *out) {
+        static const char x[] = "0123456789abcdef";
+        for (size_t i = 0; i < n; i++)
+                out[2 * i] = x[p[i] >> 4], out[2 * i + 1] = x[p[i] & 15];
+        out[2 * n] = 0;
+}
+
+static int fetch_list(IverImaLog **ret) {
+        json_object *req = request("log"), *r, *v;
+        json_object_object_add(req, "format", json_object_new_string("binary"));
+        int ret_code = call(req, 0, &r);
+        json_object_put(req);
+        if (ret_code)
+                return ret_code;
+        uint8_t *buf = NULL;
+        size_t len = 0, consumed = 0;
+        IverImaLog *l = NULL;
+        int k;
+        if (!json_object_object_get_ex(r, "binary", &v) || b64_decode(json_object_get_string(v), &buf, &len) < 0) {
+                fprintf(stderr, "iverctl policy export: bad binary list in the reply\n");
+                json_object_put(r);
+                return IVERCTL_EXIT_DAEMON;
+        }
+        json_object_put(r);
+        if (iver_imalog_new(&l) < 0 || (k = iver_imalog_parse_binary(l, buf, len, &consumed)) < 0 || consumed != len) {
+                fprintf(stderr, "iverctl policy export: the daemon's list does not parse\n");
+                iver_imalog_free(l);
+                free(buf);
+                return IVERCTL_EXIT_DAEMON;
+        }
+        free(buf);
+        *ret = l;
+        return 0;
+}
+
+static json_object *build_policy(const IverImaLog *l, size_t *ret_paths, size_t *ret_digests, size_t *ret_violations,
+                                 size_t *ret_skipped) {
+        json_object *root = json_object_new_object(), *meta = json_object_new_object(),
+                    *digests = json_object_new_object(), *ima = json_object_new_object();
+        char ts[64];
+        struct timespec now;
+        struct tm tm;
+        clock_gettime(CLOCK_REALTIME, &now);
+        gmtime_r(&now.tv_sec, &tm);
+        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        json_object_object_add(meta, "version", json_object_new_int(1));
+        json_object_object_add(meta, "generator", json_object_new_int(0));
+        json_object_object_add(meta, "timestamp", json_object_new_string(ts));
+        json_object_object_add(root, "meta", meta);
+        json_object_object_add(root, "release", json_object_new_int(0));
+        json_object_object_add(root, "digests", digests);
+        json_object_object_add(root, "excludes", json_object_new_array());
+        json_object_object_add(root, "keyrings", json_object_new_object());
+        json_object_object_add(ima, "ignored_keyrings", json_object_new_array());
+        json_object_object_add(ima, "log_hash_alg", json_object_new_string("sha1"));
+        json_object_object_add(ima, "dm_policy", NULL);
+        json_object_object_add(root, "ima", ima);
+        json_object_object_add(root, "ima-buf", json_object_new_object());
+        json_object_object_add(root, "verification-keys", json_object_new_string(""));
+
+        size_t n_paths = 0, n_digests = 0, n_viol = 0, n_skipped = 0;
+        for (size_t i = 0; i < iver_imalog_size(l); i++) {
+                const IverImaEntry *e = iver_imalog_get(l, i);
+                if (e->violation) {
+                        n_viol++;
+                        continue;
+                }
+                if (!valid_utf8((const unsigned char *) e->path, e->path_len)) {
+                        fprintf(stderr, "iverctl policy export: warning: path is not UTF-8, left out: ");
+                        print_path(stderr, e->path);
+                        fputc('\n', stderr);
+                        n_skipped++;
+                        continue;
+                }
+                char h[2 * 64 + 1];
+                if (e->digest_len > 64)
+                        continue;
+                hex(e->digest, e->digest_len, h);
+                json_object *arr;
+                if (!json_object_object_get_ex(digests, e->path, &arr)) {
+                        arr = json_object_new_array();
+                        json_object_object_add(digests, e->path, arr);
+                        n_paths++;
+                }
+                bool have = false;
+                for (size_t j = 0; j < json_object_array_length(arr) && !have; j++)
+                        have = strcmp(json_object_get_string(json_object_array_get_idx(arr, j)), h) == 0;
+                if (!have) {
+                        json_object_array_add(arr, json_object_new_string(h));
+                        n_digests++;
+                }
+        }
+        *ret_paths = n_paths, *ret_digests = n_digests, *ret_violations = n_viol, *ret_skipped = n_skipped;
+        return root;
+}
+
+static int write_atomic(const char *path, const char *data, size_t len) {
+        size_t n = strlen(path);
+        char *tmp = malloc(n + 5);
+        if (!tmp)
+                return -ENOMEM;
+        memcpy(tmp, path, n);
+        memcpy(tmp + n, ".tmp", 5);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), r = 0;
+        if (fd < 0) {
+                r = -errno;
+                free(tmp);
+                return r;
+        }
+        if (write(fd, data, len) != (ssize_t) len || fsync(fd) < 0)
+                r = errno ? -errno : -EIO;
+        if (close(fd) < 0 && r == 0)
+                r = -errno;
+        if (r == 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                unlink(tmp);
+        free(tmp);
+        return r;
+}
+
+int verb_policy_export(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "keylime", no_argument, NULL, 'k' },
+                { "out", required_argument, NULL, 'o' },
+                {},
+        };
+        const char *out = NULL;
+        bool keylime = false;
+        int c;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 'k': keylime = true; break;
+                case 'o': out = optarg; break;
+                default: return IVERCTL_EXIT_USAGE;
+                }
+        if (!keylime || optind != argc) {
+                fprintf(stderr, "iverctl policy export: usage: policy export --keylime [--out FILE]\n");
+                return IVERCTL_EXIT_USAGE;
+        }
+        IverImaLog *l = NULL;
+        int ret = fetch_list(&l);
+        if (ret)
+                return ret;
+        size_t n_paths, n_digests, n_viol, n_skipped;
+        json_object *policy = build_policy(l, &n_paths, &n_digests, &n_viol, &n_skipped);
+        size_t n_entries = iver_imalog_size(l);
+        iver_imalog_free(l);
+        const char *s = json_object_to_json_string_ext(policy, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                       JSON_C_TO_STRING_NOSLASHESCAPE);
+        size_t len = strlen(s);
+        if (out) {
+                char *doc = malloc(len + 2);
+                if (!doc) {
+                        json_object_put(policy);
+                        return IVERCTL_EXIT_FAILURE;
+                }
+                memcpy(doc, s, len);
+                doc[len] = '\n';
+                int r = write_atomic(out, doc, len + 1);
+                free(doc);
+                if (r < 0) {
+                        fprintf(stderr, "iverctl policy export: cannot write %s: %s\n", out, strerror(-r));
+                        json_object_put(policy);
+                        return IVERCTL_EXIT_FAILURE;
+                }
+                fprintf(stderr, "Keylime runtime policy written to %s: %zu paths, %zu digests from %zu list entries",
+                        out, n_paths, n_digests, n_entries);
+        } else {
+                puts(s);
+                fprintf(stderr, "Keylime runtime policy: %zu paths, %zu digests from %zu list entries", n_paths,
+                        n_digests, n_entries);
+        }
+        if (n_viol)
+                fprintf(stderr, "; %zu violations left out", n_viol);
+        if (n_skipped)
+                fprintf(stderr, "; %zu non-UTF-8 paths left out", n_skipped);
+        fputs(".\n", stderr);
+        json_object_put(policy);
+        return IVERCTL_EXIT_OK;
+}

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""An independent re-implementation of what Keylime's verifier does with an
+IMA measurement list in the ASCII format (ascii_runtime_measurements), for
+tests: python3 standard library only, no code of iverd.
+
+For every line  `PCR template-hash template-name algo:filehash path [sig]`:
+  * rebuild the template_data bytes of ima-ng / ima-sig from the fields:
+      d-ng = u32 len | "<algo>:" NUL digest
+      n-ng = u32 len | path NUL                (len includes the NUL)
+      sig  = u32 len | signature bytes         (ima-sig only; may be empty)
+    (little-endian lengths, as on x86);
+  * recompute the template hash, SHA-1(template_data), and require it to be
+    the line's (an all-zero template hash is a violation: kept as is);
+  * replay into one running value per PCR bank: v = H_bank(v | H_bank(template_data)),
+    or all-0xFF of the bank size for a violation.
+The quote's PCR values must equal the replay of SOME prefix of the list
+(0..n entries) in every bank at once: the TPM may lag the list, never lead it.
+
+Quote PCR values are read from a "values" file (tpm2_checkquote -f): the
+digests concatenated in selection order (--banks, default sha1,sha256), for
+one PCR. The signature of the quote is not checked here (tpm2_checkquote
+does that); this script checks the list against the quoted values.
+
+Optionally (--policy FILE) every entry's hex file digest must be listed for
+its path in a Keylime runtime policy's "digests" (Keylime's _validate_ima_ng).
+
+Exit 0: accepted; 1: rejected (reason printed); 2: usage / unreadable input.
+"""
+import argparse
+import hashlib
+import json
+import re
+import struct
+import sys
+
+BANK_SIZES = {"sha1": 20, "sha256": 32, "sha384": 48, "sha512": 64}
+LINE_RE = re.compile(rb"^ *(\d+) ([0-9a-f]{40}) (ima-ng|ima-sig) ([a-z0-9_-]+):([0-9a-f]+) (.*)$")
+
+
+class Rejected(Exception):
+    pass
+
+
+def field(data: bytes) -> bytes:
+    return struct.pack("<I", len(data)) + data
+
+
+def parse_line(lineno: int, raw: bytes):
+    m = LINE_RE.match(raw)
+    if not m:
+        raise Rejected(f"line {lineno}: not an ima-ng/ima-sig line: {raw[:120]!r}")
+    pcr = int(m.group(1))
+    thash = bytes.fromhex(m.group(2).decode())
+    tname = m.group(3).decode()
+    algo = m.group(4)
+    fdigest = bytes.fromhex(m.group(5).decode())
+    rest = m.group(6)
+    if tname == "ima-ng":
+        candidates = [(rest, b"")]
+    else:
+        # "<path> <sig hex>" or "<path> " (empty signature; the kernel always
+        # prints the separator). The path may contain spaces: it ends at the
+        # last space, and the template hash decides if that split was right.
+        i = rest.rfind(b" ")
+        if i < 0:
+            raise Rejected(f"line {lineno}: ima-sig line without a signature field")
+        sig_hex = rest[i + 1:]
+        if sig_hex and not re.fullmatch(rb"[0-9a-f]*", sig_hex):
+            raise Rejected(f"line {lineno}: bad signature field")
+        candidates = [(rest[:i], bytes.fromhex(sig_hex.decode()))]
+    for path, sig in candidates:
+        td = field(algo + b":\0" + fdigest) + field(path + b"\0")
+        if tname == "ima-sig":
+            td += field(sig)
+        violation = thash == bytes(20)
+        if not violation and hashlib.sha1(td).digest() != thash:
+            raise Rejected(
+                f"line {lineno}: template hash {thash.hex()} does not match the fields "
+                f"(SHA-1 of the rebuilt template data is {hashlib.sha1(td).hexdigest()}): "
+                f"{path.decode(errors='replace')}"
+            )
+        return {"pcr": pcr, "violation": violation, "template_data": td, "path": path, "algo": algo.decode(),
+                "digest": fdigest}
+    raise Rejected(f"line {lineno}: cannot rebuild the template data")
+
+
+def read_list(path: str):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data and not data.endswith(b"\n"):
+        raise Rejected("the list ends inside a line")
+    return [parse_line(i + 1, ln) for i, ln in enumerate(data.split(b"\n")[:-1])]
+
+
+def read_values(path: str, banks):
+    with open(path, "rb") as f:
+        data = f.read()
+    want = sum(BANK_SIZES[b] for b in banks)
+    if len(data) != want:
+        raise Rejected(f"{path}: {len(data)} bytes, expected {want} for {'+'.join(banks)} of one PCR")
+    out, off = {}, 0
+    for b in banks:
+        out[b] = data[off:off + BANK_SIZES[b]]
+        off += BANK_SIZES[b]
+    return out
+
+
+def match_prefix(entries, pcr, quoted):
+    """The lengths of every prefix whose replay gives the quoted values."""
+    run = {b: bytes(BANK_SIZES[b]) for b in quoted}
+    matches = []
+    n = 0
+
+    def check(k):
+        if all(run[b] == quoted[b] for b in quoted):
+            matches.append(k)
+
+    check(0)
+    for e in entries:
+        n += 1
+        if e["pcr"] == pcr:
+            for b in quoted:
+                h = hashlib.new(b)
+                ext = b"\xff" * BANK_SIZES[b] if e["violation"] else hashlib.new(b, e["template_data"]).digest()
+                h.update(run[b] + ext)
+                run[b] = h.digest()
+        check(n)
+    return matches, run
+
+
+def check_policy(entries, policy_path):
+    with open(policy_path) as f:
+        pol = json.load(f)
+    digests = pol["digests"]
+    excl = [re.compile(x) for x in pol.get("excludes", [])]
+    bad = []
+    for i, e in enumerate(entries):
+        path = e["path"].decode("utf-8", errors="surrogateescape")
+        if any(r.match(path) for r in excl):
+            continue
+        allowed = digests.get(path)
+        if allowed is None or e["digest"].hex() not in allowed:
+            bad.append((i, path, e["digest"].hex(), allowed))
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("list", help="ascii_runtime_measurements")
+    ap.add_argument("values", help="quoted PCR values (digests concatenated in bank order)")
+    ap.add_argument("--pcr", type=int, default=10)
+    ap.add_argument("--banks", default="sha1,sha256")
+    ap.add_argument("--policy", help="Keylime runtime policy (JSON) to check every entry against")
+    a = ap.parse_args()
+    banks = a.banks.split(",")
+    try:
+        for b in banks:
+            if b not in BANK_SIZES:
+                raise Rejected(f"unknown bank {b}")
+        quoted = read_values(a.values, banks)
+        entries = read_list(a.list)
+    except OSError as e:
+        print(f"keylime_verify: {e}", file=sys.stderr)
+        return 2
+    except Rejected as e:
+        print(f"REJECTED: {e}")
+        return 1
+    print(f"parsed {len(entries)} lines; every template hash recomputed and matches")
+    matches, final = match_prefix(entries, a.pcr, quoted)
+    if not matches:
+        print(f"REJECTED: the quoted PCR {a.pcr} matches no prefix of the list")
+        for b in banks:
+            print(f"  {b}: quoted {quoted[b].hex()}  replay of all {len(entries)}: {final[b].hex()}")
+        return 1
+    k = matches[-1]
+    print(f"PCR {a.pcr} " + " ".join(f"{b}:{quoted[b].hex()}" for b in banks))
+    print(f"quoted PCR values = replay of the first {k} of {len(entries)} entries"
+          + (" (the list runs ahead of the quote)" if k < len(entries) else ""))
+    if a.policy:
+        bad = check_policy(entries, a.policy)
+        for i, path, h, allowed in bad:
+            why = "not in policy" if allowed is None else "allowed: " + ", ".join(allowed)
+            print(f"  policy: entry {i}: {path} {h} ({why})")
+        if bad:
+            print(f"REJECTED: {len(bad)} entries not allowed by the runtime policy")
+            return 1
+        print("runtime policy: every entry allowed")
+    print("ACCEPTED")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
