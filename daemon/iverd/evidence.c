@@ -202,12 +202,14 @@ static int on_drain(sd_event_source *s, void *userdata) {
         return 0;
 }
 
-int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d) {
+int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
+                    const uint8_t *sig, size_t sig_len) {
         IverImaEntry *ent = NULL;
         IverImaTemplate t = d && d->template_ >= 0 ? d->template_ : IVER_IMA_TEMPLATE_NG;
         unsigned pcr = d && d->pcr >= 0 ? (unsigned) d->pcr : e->pcr;
-        int r = iver_imalog_entry_new(t, pcr, o->digest.algo, o->digest.bytes, o->digest.len, path, strlen(path), NULL,
-                                      0, 0, &ent);
+        int r = iver_imalog_entry_new(t, pcr, o->digest.algo, o->digest.bytes, o->digest.len, path, strlen(path),
+                                      t == IVER_IMA_TEMPLATE_SIG ? sig : NULL, t == IVER_IMA_TEMPLATE_SIG ? sig_len : 0, 0,
+                                      &ent);
         if (r < 0)
                 return log_error_errno(r, "Cannot build a list entry for %s: %m", path);
         if (iver_imalog_contains(e->log, ent)) {

@@ -17,7 +17,8 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret);
 Evidence *evidence_free(Evidence *e);
 /* A new measurement of path: append to the list (dedup by template digest)
  * and queue the extend. */
-int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d);
+int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
+                    const uint8_t *sig, size_t sig_len);
 /* Whether extends are still waiting for the TPM. */
 bool evidence_pending(const Evidence *e);
 /* status fields: tpm, pcr, list_length, pending_extends… */

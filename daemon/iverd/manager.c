@@ -91,6 +91,29 @@ oom:
         return -ENOMEM;
 }
 
+/* Appraisal keys from Keys= and Keyring=; a key that cannot be loaded is
+ * reported and skipped (its files appraise as unknown-key). */
+static IverKeyring *load_keyring(const IverConf *c) {
+        IverKeyring *kr = NULL;
+        if (iver_keyring_new(&kr) < 0)
+                return NULL;
+        if (c->appraise_keys) {
+                char *copy = strdup(c->appraise_keys), *save = NULL;
+                for (char *t = copy ? strtok_r(copy, " \t", &save) : NULL; t; t = strtok_r(NULL, " \t", &save)) {
+                        int r = iver_keyring_add_pem_file(kr, t);
+                        if (r < 0)
+                                log_warning_errno(r, "Cannot load appraisal key %s: %m", t);
+                }
+                free(copy);
+        }
+        if (c->appraise_keyring) {
+                int r = iver_keyring_add_kernel(kr, c->appraise_keyring);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot use kernel keyring %s for appraisal: %m", c->appraise_keyring);
+        }
+        return kr;
+}
+
 static int load_policy(const Overrides *o, IverPolicy **ret, char **ret_source, char **ret_error) {
         IverPolicyDiags diags = {};
         IverPolicy *p = NULL;
@@ -157,7 +180,8 @@ void manager_queue(Manager *m, const char *path) {
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_ONESHOT);
 }
 
-static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d) {
+static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
+                           const uint8_t *sig, size_t sig_len) {
         if (o->result == IVER_CHECK_MEASURED && o->provisional) {
                 /* open writers: look again (close-write comes before the lease can be had) */
                 log_debug("Measured %s provisionally (open writers); will re-check", path);
@@ -168,10 +192,12 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                 recheck_remove(m->recheck, path);
         switch (o->result) {
         case IVER_CHECK_MEASURED:
+                if (!d || d->action != IVER_ACTION_MEASURE)
+                        break; /* appraised only */
                 m->measurements++;
                 log_measurement(path, o);
                 if (m->evidence)
-                        (void) evidence_record(m->evidence, path, o, d);
+                        (void) evidence_record(m->evidence, path, o, d, sig, sig_len);
                 break;
         case IVER_CHECK_UNSTABLE:
                 m->violations++;
@@ -222,16 +248,20 @@ static bool check_path(Manager *m, const char *path) {
                 .mode = st.mode,
                 .size = st.size,
         };
-        IverPolicyDecision d;
-        r = iver_policy_match(m->policy, IVER_CLASS_MEASURE, path, strlen(path), &attr, &d);
-        if (r < 0 || !d.matched || d.action != IVER_ACTION_MEASURE) {
+        IverPolicyDecision d, a;
+        bool measure = iver_policy_match(m->policy, IVER_CLASS_MEASURE, path, strlen(path), &attr, &d) >= 0 &&
+                       d.matched && d.action == IVER_ACTION_MEASURE;
+        bool appraise = iver_policy_match(m->policy, IVER_CLASS_APPRAISE, path, strlen(path), &attr, &a) >= 0 &&
+                        a.matched && a.action == IVER_ACTION_APPRAISE;
+        if (!measure && !appraise) {
                 iver_check_forget(m->ctx, path); /* the policy may have changed */
                 return true;
         }
-        IverHashAlgo algo = d.hash >= 0 ? d.hash : m->conf.hash;
+        /* an appraise rule's hash= names the algorithm its signatures use */
+        IverHashAlgo algo = appraise && a.hash >= 0 ? a.hash : measure && d.hash >= 0 ? d.hash : m->conf.hash;
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, algo, &p, &o);
         if (r <= 0) {
-                handle_outcome(m, path, &o, &d);
+                handle_outcome(m, path, &o, measure ? &d : NULL, NULL, 0);
                 return true;
         }
         Job *j = calloc(1, sizeof(*j));
@@ -242,108 +272,9 @@ static bool check_path(Manager *m, const char *path) {
         j->path = path;
         j->pending = p;
         j->opt = iver_check_measure_options(m->ctx, &p);
+        j->keyring = appraise ? m->keyring : NULL;
         workers_submit(m->workers, j);
         return false;
-}
-
-/* ---- re-checks of provisional results ----
- * IN_CLOSE_WRITE is queued before the closing writer gives up its write
- * access (fsnotify_close() precedes put_file_access() in __fput()), and on
- * xfs ->release() takes a while (it trims speculative preallocation): the
- * check that the close triggers often still finds a writer, cannot take the
- * read lease and measures provisionally, and no further event ever comes.
- * So a provisional result is re-checked a few times with a backoff; a file
- * that stays open for writing is given up on after RETRY_ATTEMPTS and waits
- * for its next close. Pending re-checks count as pending for settle. */
-#define RETRY_ATTEMPTS 6
-#define RETRY_BASE_USEC (10ULL * 1000ULL) /* 10, 20, 40, 80, 160, 320 ms */
-#define RETRY_MAX 4096
-
-typedef struct Retry {
-        char *path;
-        unsigned attempts;
-        uint64_t due; /* CLOCK_MONOTONIC µs; UINT64_MAX: queued, waiting for the outcome */
-} Retry;
-
-static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata);
-
-static void retry_arm(Manager *m) {
-        uint64_t next = UINT64_MAX;
-        for (size_t i = 0; i < m->n_retries; i++)
-                if (m->retries[i].due < next)
-                        next = m->retries[i].due;
-        if (next == UINT64_MAX) {
-                if (m->retry_timer)
-                        (void) sd_event_source_set_enabled(m->retry_timer, SD_EVENT_OFF);
-                return;
-        }
-        if (!m->retry_timer) {
-                if (sd_event_add_time(m->event, &m->retry_timer, CLOCK_MONOTONIC, next, 1000, on_retry_timer, m) < 0)
-                        log_warning("Cannot arm the re-check timer; provisional files wait for their next event");
-                return;
-        }
-        (void) sd_event_source_set_time(m->retry_timer, next);
-        (void) sd_event_source_set_enabled(m->retry_timer, SD_EVENT_ONESHOT);
-}
-
-static void retry_remove(Manager *m, size_t i) {
-        free(m->retries[i].path);
-        m->retries[i] = m->retries[--m->n_retries];
-}
-
-/* Called with every finished check of path: provisional or not. */
-static void retry_note(Manager *m, const char *path, bool provisional) {
-        size_t i;
-        if (!provisional && m->n_retries == 0)
-                return;
-        for (i = 0; i < m->n_retries; i++)
-                if (strcmp(m->retries[i].path, path) == 0)
-                        break;
-        if (!provisional) {
-                if (i < m->n_retries)
-                        retry_remove(m, i);
-                return;
-        }
-        if (i == m->n_retries) {
-                if (m->n_retries >= RETRY_MAX)
-                        return;
-                if (m->n_retries == m->cap_retries) {
-                        size_t ncap = m->cap_retries ? 2 * m->cap_retries : 16;
-                        Retry *n = realloc(m->retries, ncap * sizeof(Retry));
-                        if (!n)
-                                return;
-                        m->retries = n;
-                        m->cap_retries = ncap;
-                }
-                char *p = strdup(path);
-                if (!p)
-                        return;
-                m->retries[m->n_retries++] = (Retry) { .path = p };
-        }
-        Retry *r = &m->retries[i];
-        if (r->attempts >= RETRY_ATTEMPTS) {
-                log_debug("%s stays open for writing: re-checked at its next close", path);
-                retry_remove(m, i);
-                return;
-        }
-        uint64_t now = 0;
-        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-        r->due = now + (RETRY_BASE_USEC << r->attempts);
-        r->attempts++;
-        retry_arm(m);
-}
-
-static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-        uint64_t now = 0;
-        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-        for (size_t i = 0; i < m->n_retries; i++)
-                if (m->retries[i].due <= now) {
-                        m->retries[i].due = UINT64_MAX;
-                        manager_queue(m, m->retries[i].path);
-                }
-        retry_arm(m);
-        return 0;
 }
 
 static int on_dispatch(sd_event_source *s, void *userdata) {
@@ -353,15 +284,43 @@ static int on_dispatch(sd_event_source *s, void *userdata) {
                 path = queue_pop(m->queue);
                 if (!path)
                         break;
-                if (check_path(m, path)) {
-                        retry_note(m, path, false); /* finished here: never provisional */
+                if (check_path(m, path))
                         queue_done(m->queue, path);
-                }
         }
         if (queue_queued(m->queue) > 0 && queue_inflight(m->queue) < m->max_inflight)
                 (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         manager_maybe_settled(m);
         return 0;
+}
+
+/* The appraisal verdict of a finished job: counted; anything but valid is
+ * a violation (journal, audit, flag on the entry for list --violations). */
+static void handle_appraisal(Manager *m, const Job *j, const IverCheckOutcome *o) {
+        if (!j->keyring || o->result != IVER_CHECK_MEASURED || o->provisional)
+                return;
+        if (j->appraise_r == -ESTALE) {
+                recheck_add(m->recheck, j->path); /* changed under us: look again */
+                return;
+        }
+        if (j->appraise_r < 0) {
+                m->errors++;
+                log_warning_errno(j->appraise_r, "Cannot appraise %s: %m", j->path);
+                return;
+        }
+        IverAppraisalResult res = j->appraisal.result;
+        m->appraisals[res]++;
+        IverCache *c = iver_context_cache(m->ctx);
+        if (res == IVER_APPRAISAL_VALID) {
+                if (o->idx != IVER_CACHE_NONE)
+                        iver_cache_update_flags(c, o->idx, 0, IVER_ENTRY_VIOLATION);
+                return;
+        }
+        m->violations++;
+        if (o->idx != IVER_CACHE_NONE)
+                iver_cache_update_flags(c, o->idx, IVER_ENTRY_VIOLATION, 0);
+        char what[256];
+        snprintf(what, sizeof(what), "appraisal %s: %s", iver_appraisal_result_to_string(res), j->appraisal.reason);
+        log_violation(j->path, what);
 }
 
 static int on_workers(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -376,11 +335,12 @@ static int on_workers(sd_event_source *s, int fd, uint32_t revents, void *userda
                 IverFileAttr attr = { .owner = j->m.st.uid, .subject_uid = IVER_UID_UNKNOWN, .mode = j->m.st.mode,
                                       .size = j->m.st.size,
                                       .fs_magic = iver_cookie_table_fs_magic(iver_context_cookies(m->ctx), j->m.st.dev) };
-                (void) iver_policy_match(m->policy, IVER_CLASS_MEASURE, j->path, strlen(j->path), &attr, &d);
-                handle_outcome(m, j->path, &o, &d);
-                retry_note(m, j->path, o.result == IVER_CHECK_MEASURED && o.provisional);
+                bool measure = iver_policy_match(m->policy, IVER_CLASS_MEASURE, j->path, strlen(j->path), &attr, &d) >= 0 &&
+                               d.matched && d.action == IVER_ACTION_MEASURE;
+                handle_outcome(m, j->path, &o, measure ? &d : NULL, j->sig, j->sig_len);
+                handle_appraisal(m, j, &o);
                 queue_done(m->queue, j->path);
-                free(j);
+                job_free(j);
         }
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_ONESHOT);
         manager_maybe_settled(m);
@@ -396,7 +356,7 @@ int manager_rescan(Manager *m) {
 
 bool manager_settled(const Manager *m) {
         return queue_queued(m->queue) == 0 && queue_inflight(m->queue) == 0 && !walk_busy(m->walk) &&
-               m->n_retries == 0 && !(m->evidence && evidence_pending(m->evidence));
+               !(m->evidence && evidence_pending(m->evidence));
 }
 
 static void send_status(Manager *m) {
@@ -475,6 +435,15 @@ int manager_reload(Manager *m, char **ret_error) {
          * running values; the rest switch now */
         m->conf.hash = conf.hash;
         m->conf.rescan_interval_usec = conf.rescan_interval_usec;
+        if (queue_inflight(m->queue) == 0) {
+                /* jobs in flight point at the keyring: swap it only when none are */
+                IverKeyring *kr = load_keyring(&conf);
+                if (kr) {
+                        iver_keyring_free(m->keyring);
+                        m->keyring = kr;
+                }
+        } else
+                log_notice("Appraisal keys not reloaded while files are being hashed; reload again to pick them up");
         iver_conf_done(&conf);
         iver_policy_free(m->policy);
         m->policy = p;
@@ -536,6 +505,11 @@ int manager_new(const Overrides *o, Manager **ret) {
         if (r < 0) {
                 log_error("Failed to load policy: %s", err ?: strerror(-r));
                 free(err);
+                goto fail;
+        }
+        m->keyring = load_keyring(&m->conf);
+        if (!m->keyring) {
+                r = -ENOMEM;
                 goto fail;
         }
         const char *group = getenv("IVERD_STATS_GROUP");
@@ -628,14 +602,11 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->rescan_timer);
         sd_event_source_disable_unref(m->status_timer);
         sd_event_source_disable_unref(m->snapshot_timer);
-        sd_event_source_disable_unref(m->retry_timer);
-        for (size_t i = 0; i < m->n_retries; i++)
-                free(m->retries[i].path);
-        free(m->retries);
         queue_free(m->queue);
         iver_context_free(m->ctx);
         iver_policy_free(m->policy);
         free(m->policy_source);
+        iver_keyring_free(m->keyring);
         iver_conf_done(&m->conf);
         sd_event_unref(m->event);
         free(m);

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "iver/appraise.h"
 #include "iver/check.h"
 #include "iver/conf.h"
 #include "iver/policy.h"
@@ -56,6 +57,8 @@ typedef struct Manager {
         uint64_t scan_files, scan_estimate, scans;
         uint64_t errors, not_regular, violations, measurements, rescans_overflow;
         uint64_t peak_queued;
+        IverKeyring *keyring;           /* appraisal keys */
+        uint64_t appraisals[_IVER_APPRAISAL_MAX];
         uint64_t gid_stats;             /* group allowed to read (UINT64_MAX: none) */
         bool ready_sent;
         bool snapshots_enabled;
@@ -63,10 +66,6 @@ typedef struct Manager {
         uint64_t snapshot_interval_usec;
         sd_event_source *snapshot_timer;
 
-        /* provisional results waiting for a re-check (see retry_note) */
-        struct Retry *retries;
-        size_t n_retries, cap_retries;
-        sd_event_source *retry_timer;
 } Manager;
 
 int manager_new(const Overrides *o, Manager **ret);

@@ -9,12 +9,13 @@
 #include "recheck.h"
 
 #define DELAY_MIN_USEC 20000ULL
-#define DELAY_MAX_USEC 10000000ULL
+#define TRIES 8                   /* 20 ms … 2.56 s */
 #define SOON_USEC 1000000ULL
 
 typedef struct Item {
         char *path;
         uint64_t due, delay;
+        unsigned tries;
 } Item;
 
 struct Recheck {
@@ -46,13 +47,24 @@ static void arm(Recheck *r) {
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Recheck *r = userdata;
         uint64_t now = now_usec();
-        for (size_t i = 0; i < r->n; i++)
-                if (r->items[i].due <= now) {
-                        /* stays in the set until measured stably; next try later */
-                        r->items[i].delay = r->items[i].delay * 2 > DELAY_MAX_USEC ? DELAY_MAX_USEC : r->items[i].delay * 2;
-                        r->items[i].due = now + r->items[i].delay;
-                        manager_queue(r->m, r->items[i].path);
+        for (size_t i = 0; i < r->n;) {
+                Item *it = &r->items[i];
+                if (it->due > now) {
+                        i++;
+                        continue;
                 }
+                manager_queue(r->m, it->path);
+                if (++it->tries >= TRIES) {
+                        /* still held open for writing: its next event brings it back */
+                        free(it->path);
+                        *it = r->items[--r->n];
+                        continue;
+                }
+                /* stays in the set until measured stably; next try later */
+                it->delay *= 2;
+                it->due = now + it->delay;
+                i++;
+        }
         arm(r);
         return 0;
 }

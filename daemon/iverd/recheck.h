@@ -7,9 +7,14 @@ typedef struct Manager Manager;
 typedef struct Recheck Recheck;
 
 /* Files measured provisionally (a writer held them open, so no read lease)
- * are checked again later, with a per-file backoff from 20 ms to 10 s. The
- * close-write event alone is not enough: it is sent before the kernel drops
- * the writer's count, so a lease taken right after it can still be refused. */
+ * or found unstable are checked again, with a per-file backoff (20 ms
+ * doubling, 8 tries). The close-write event alone is not enough: it is queued
+ * before the closing writer gives up its write access (fsnotify_close()
+ * precedes put_file_access() in __fput()), and on xfs ->release() takes a
+ * while (it trims speculative preallocation), so the check that the close
+ * triggers often still cannot take the read lease, and no further event
+ * comes. A file that stays open for writing is given up on after the last
+ * try and waits for its next event. */
 int recheck_new(Manager *m, Recheck **ret);
 Recheck *recheck_free(Recheck *r);
 void recheck_add(Recheck *r, const char *path);

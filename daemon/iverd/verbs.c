@@ -73,6 +73,15 @@ static json_object *verb_stats(Manager *m, Conn *c, json_object *req) {
         F(missed_by_mtime) F(unchanged_content) F(atime_rehashes) F(mtime_rehashes) F(bytes_hashed)
         F(bytes_avoided_vs_atime) F(bytes_avoided_vs_mtime) F(hash_cpu_ns) F(unstable) F(provisional)
 #undef F
+        ADD(s, "violations", U64(m->violations));
+        for (int i = 0; i < _IVER_APPRAISAL_MAX; i++) {
+                char key[64];
+                snprintf(key, sizeof(key), "appraisal_%s", iver_appraisal_result_to_string((IverAppraisalResult) i));
+                for (char *q = key; *q; q++)
+                        if (*q == '-')
+                                *q = '_';
+                ADD(s, key, U64(m->appraisals[i]));
+        }
         ADD(o, "stats", s);
         json_object *v;
         int top = 10;
@@ -100,6 +109,7 @@ static json_object *verb_list(Manager *m, Conn *c, json_object *req) {
         IverCache *cache = iver_context_cache(m->ctx);
         json_object *v, *o = ok_reply(), *a = json_object_new_array();
         const char *prefix = json_object_object_get_ex(req, "prefix", &v) ? json_object_get_string(v) : "";
+        bool only_violations = json_object_object_get_ex(req, "violations", &v) && json_object_get_boolean(v);
         size_t plen = strlen(prefix);
         char hex[2 * IVER_DIGEST_MAX + 1];
         for (size_t i = 0; i < iver_cache_size(cache); i++) {
@@ -109,8 +119,12 @@ static json_object *verb_list(Manager *m, Conn *c, json_object *req) {
                         continue;
                 IverEntry e;
                 iver_cache_get(cache, (uint32_t) i, &e);
+                bool violation = e.flags & (IVER_ENTRY_VIOLATION | IVER_ENTRY_UNSTABLE);
+                if (only_violations && !violation)
+                        continue;
                 json_object *r = json_object_new_object();
                 ADD(r, "path", json_object_new_string_len(p, (int) len));
+                ADD(r, "violation", json_object_new_boolean(violation));
                 if (e.flags & IVER_ENTRY_MEASURED) {
                         char d[2 * IVER_DIGEST_MAX + 16];
                         snprintf(d, sizeof(d), "%s:%s", iver_hash_algo_to_string(e.digest.algo),

@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "appraisal.h"
 #include "workers.h"
 
 struct Workers {
@@ -46,6 +47,8 @@ static void *worker_main(void *arg) {
                 pthread_mutex_unlock(&w->lock);
 
                 j->r = iver_measure(AT_FDCWD, j->path, &j->opt, &j->m);
+                if (j->keyring && j->r >= 0)
+                        appraisal_run(j);
 
                 pthread_mutex_lock(&w->lock);
                 append(&w->done_head, &w->done_tail, j);
@@ -88,6 +91,13 @@ int workers_new(unsigned n, Workers **ret) {
         return 0;
 }
 
+void job_free(Job *j) {
+        if (!j)
+                return;
+        free(j->sig);
+        free(j);
+}
+
 Workers *workers_free(Workers *w) {
         if (!w)
                 return NULL;
@@ -99,11 +109,11 @@ Workers *workers_free(Workers *w) {
                 pthread_join(w->threads[i], NULL);
         for (Job *j = w->todo_head, *next; j; j = next) {
                 next = j->next;
-                free(j);
+                job_free(j);
         }
         for (Job *j = w->done_head, *next; j; j = next) {
                 next = j->next;
-                free(j);
+                job_free(j);
         }
         if (w->efd >= 0)
                 close(w->efd);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
+#include "iver/appraise.h"
 #include "iver/check.h"
 
 /* The hashing worker pool. Jobs carry everything a worker needs; workers
@@ -12,7 +13,15 @@ typedef struct Job {
         IverMeasureOptions opt;
         int r;                     /* iver_measure()'s return */
         IverMeasurement m;
+        /* appraisal (appraise rules): filled on the worker */
+        const IverKeyring *keyring; /* non-NULL: appraise this file */
+        int appraise_r;            /* 0, or -errno when no verdict could be made */
+        IverAppraisal appraisal;
+        uint8_t *sig;              /* security.ima when it is a signature (for ima-sig entries) */
+        size_t sig_len;
 } Job;
+
+void job_free(Job *j);
 
 typedef struct Workers Workers;
 
