@@ -110,6 +110,10 @@ install(FILES shell-completion/bash/iverctl DESTINATION "${IVER_BASH_COMPLETIONS
 # ---- Debian package: cpack -G DEB (from the build directory) ----
 # Configure with -DCMAKE_INSTALL_PREFIX=/usr for a Debian layout: GNUInstallDirs
 # then puts the library into lib/<multiarch> (lib/x86_64-linux-gnu).
+if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  message(STATUS "iverd: cpack -G DEB packages for /usr; configure the packaging build with "
+                 "-DCMAKE_INSTALL_PREFIX=/usr (lib/<multiarch>, iver.pc with prefix=/usr)")
+endif()
 set(CPACK_GENERATOR "DEB")
 set(CPACK_PACKAGE_NAME "iverd")
 set(CPACK_PACKAGE_VENDOR "iverd")
