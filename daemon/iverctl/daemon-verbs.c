@@ -70,6 +70,7 @@ static const struct {
         { "hash_cpu_ns", "CPU time spent hashing", "ns" },
         { "unstable", "files that kept changing while hashed", "" },
         { "provisional", "measurements without a lease (open writers)", "" },
+        { "violations", "integrity violations (unstable files, failed appraisals)", "" },
 };
 
 int verb_stats(int argc, char *argv[]) {
@@ -138,6 +139,18 @@ int verb_stats(int argc, char *argv[]) {
                                 fprintf(f, "%s %.9f\n", name, (double) json_object_get_uint64(v) / 1e9);
                         else
                                 fprintf(f, "%s %" PRIu64 "\n", name, json_object_get_uint64(v));
+                }
+                /* appraisal_<result> counters: one family, the result as a label */
+                bool family = false;
+                json_object_object_foreach(s, key, val) {
+                        if (strncmp(key, "appraisal_", 10) != 0)
+                                continue;
+                        if (!family)
+                                fprintf(f, "# HELP iverd_appraisals_total signature appraisals of security.ima, by result.\n"
+                                           "# TYPE iverd_appraisals_total counter\n");
+                        family = true;
+                        fprintf(f, "iverd_appraisals_total{result=\"%s\"} %" PRIu64 "\n", key + 10,
+                                json_object_get_uint64(val));
                 }
                 if (output) {
                         bool ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;

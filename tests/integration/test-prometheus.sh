@@ -6,7 +6,8 @@
 # collector; the exporter (Debian's prometheus-node-exporter, started here on
 # loopback, nothing else of it) serves them on /metrics.
 #   1  names follow the conventions: HELP + TYPE for each, counters end in
-#      _total, base units (bytes, seconds), no iverd.prom.tmp left, mode 0644
+#      _total, base units (bytes, seconds), appraisal results as a label of one
+#      family; no iverd.prom.tmp left, mode 0644
 #   2  /metrics values = `iverctl stats --json` (CPU in seconds); the exporter
 #      read the file without error; bytes hashed = the tree's size
 #   3  a file rewritten → the next write shows more re-measurements and bytes
@@ -74,7 +75,10 @@ for l in lines:
     else:
         n, v = l.split(" "); samples[n] = float(v)
 assert samples, "no samples"
-for n in samples:
+for s in samples:
+    n = s.split("{")[0]
+    if "{" in s:
+        assert re.fullmatch(r'\{[a-z_]+="[a-z0-9_-]+"(,[a-z_]+="[a-z0-9_-]+")*\}', s[len(n):]), s
     assert re.fullmatch(r"iverd_[a-z0-9_]+", n), n
     assert n in helps and helps[n], f"{n}: no HELP"
     assert n in types, f"{n}: no TYPE"
@@ -84,7 +88,7 @@ for n in samples:
         assert not n.endswith("_total"), f"{types[n]} {n} ends in _total"
     assert not re.search(r"_(ns|nanoseconds|ms|milliseconds|us|kb|mb|kilobytes|megabytes)(_|$)", n), f"{n}: not a base unit"
 assert "iverd_hash_cpu_seconds_total" in samples and "iverd_bytes_hashed_total" in samples
-print(f"{len(samples)} metrics, each with HELP and TYPE; counters end in _total; base units")
+print(f"{len(samples)} samples, each family with HELP and TYPE; counters end in _total; base units; labels well formed")
 EOF
 
 step "2: through the exporter"
@@ -103,6 +107,8 @@ for l in open(sys.argv[1]):
 s = json.load(open(sys.argv[2]))
 for k, v in s.items():
     name = "iverd_hash_cpu_seconds_total" if k == "hash_cpu_ns" else f"iverd_{k}_total"
+    if k.startswith("appraisal_"):
+        name = 'iverd_appraisals_total{result="%s"}' % k[len("appraisal_"):]
     want = v / 1e9 if k == "hash_cpu_ns" else v
     assert name in m, f"{name} missing from /metrics"
     assert abs(m[name] - want) <= 1e-9 * max(1, abs(want)), f"{name}: /metrics {m[name]}, stats {want}"
