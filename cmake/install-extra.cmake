@@ -43,8 +43,18 @@ set(IVER_BASH_COMPLETIONSDIR "${CMAKE_INSTALL_DATADIR}/bash-completion/completio
 # ---- units: ExecStart=/ExecReload= follow the prefix given at install time ----
 # The sources name /usr/sbin/iverd and /usr/bin/iverctl; the install step
 # rewrites them for `cmake --install --prefix P` (or cpack's /usr).
+# Every systemd/*.service, *.socket, *.timer, *.path (iverd.service, iverd.socket,
+# iverd-prometheus.service/.timer, …).
 set(_iver_units_in "${PROJECT_SOURCE_DIR}/systemd")
 set(_iver_units_out "${PROJECT_BINARY_DIR}/systemd-install")
+file(GLOB _iver_units CONFIGURE_DEPENDS RELATIVE "${_iver_units_in}"
+     "${_iver_units_in}/*.service" "${_iver_units_in}/*.socket" "${_iver_units_in}/*.timer" "${_iver_units_in}/*.path")
+list(SORT _iver_units)
+set(_iver_units_built "")
+foreach(_u IN LISTS _iver_units)
+  list(APPEND _iver_units_built "\"${_iver_units_out}/${_u}\"")
+endforeach()
+list(JOIN _iver_units_built " " _iver_units_built)
 install(CODE "
   set(_pfx \"\${CMAKE_INSTALL_PREFIX}\")
   string(REGEX REPLACE \"/+$\" \"\" _pfx \"\${_pfx}\")
@@ -59,14 +69,14 @@ install(CODE "
     set(_bin \"\${_pfx}/${CMAKE_INSTALL_BINDIR}\")
   endif()
   file(MAKE_DIRECTORY \"${_iver_units_out}\")
-  foreach(_u iverd.service iverd.socket)
+  foreach(_u ${_iver_units})
     file(READ \"${_iver_units_in}/\${_u}\" _t)
     string(REPLACE \"/usr/sbin/iverd\" \"\${_sbin}/iverd\" _t \"\${_t}\")
     string(REPLACE \"/usr/bin/iverctl\" \"\${_bin}/iverctl\" _t \"\${_t}\")
     file(WRITE \"${_iver_units_out}/\${_u}\" \"\${_t}\")
   endforeach()
   file(INSTALL DESTINATION \"${IVER_SYSTEMD_UNITDIR}\" TYPE FILE PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
-       FILES \"${_iver_units_out}/iverd.service\" \"${_iver_units_out}/iverd.socket\")
+       FILES ${_iver_units_built})
 ")
 install(FILES systemd/iverd.sysusers DESTINATION "${IVER_SYSUSERSDIR}" RENAME iverd.conf)
 if(EXISTS "${PROJECT_SOURCE_DIR}/systemd/iverd.tmpfiles")

@@ -118,7 +118,7 @@ mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates" "$R/var/lib/dpkg/trigg
 D() { dpkg --root="$R" --log=/dev/null --force-script-chrootless --force-depends "$@"; }
 D -i "$DEB" 2>&1 | grep -v 'dependency problems\|depends on\|not installed\|^$' || true
 dpkg --root="$R" -s iverd | grep -E '^(Package|Status|Version):'
-dpkg --root="$R" -s iverd | grep -q '^Status: install ok installed' || fail "not installed"
+grep -q '^Status: install ok installed' <<<"$(dpkg --root="$R" -s iverd)" || fail "not installed"
 step "dpkg --root -L iverd"
 dpkg --root="$R" -L iverd | tee "$S/dpkg-L"
 sed 's|/$||' "$S/dpkg-L" | grep -v '^/\.$' | sort > "$S/dpkg-L.sorted"
@@ -127,8 +127,9 @@ diff -u <(sort "$S/deb.list") "$S/dpkg-L.sorted" >/dev/null || {
 
 step "run the installed programs"
 export LD_LIBRARY_PATH=$R/usr/$LIBDIR
-ldd "$R/usr/sbin/iverd" | grep libiver
-ldd "$R/usr/sbin/iverd" | grep -q "$R/usr/$LIBDIR/libiver.so.0" || fail "installed iverd does not use the installed libiver"
+LDD=$(ldd "$R/usr/sbin/iverd")
+grep libiver <<<"$LDD"
+grep -q "$R/usr/$LIBDIR/libiver.so.0" <<<"$LDD" || fail "installed iverd does not use the installed libiver"
 "$R/usr/sbin/iverd" --help | head -3
 "$R/usr/bin/iverctl" --help | head -3
 mkdir -p "$S/tree" "$S/run" "$S/state"
@@ -143,7 +144,7 @@ for _ in $(seq 100); do [ -S "$IVERD_SOCKET" ] && break; kill -0 $IVERD_PID 2>/d
 "$R/usr/bin/iverctl" settle --timeout 20 >/dev/null || { cat "$S/iverd.log"; fail "settle"; }
 "$R/usr/bin/iverctl" list "$S/tree"
 "$R/usr/bin/iverctl" stats | grep -E '^(checks|first_seen|bytes_hashed) '
-"$R/usr/bin/iverctl" list "$S/tree" | grep -q "$(sha256sum "$S/tree/b" | cut -d' ' -f1)" || fail "digest of tree/b"
+grep -q "$(sha256sum "$S/tree/b" | cut -d' ' -f1)" <<<"$("$R/usr/bin/iverctl" list "$S/tree")" || fail "digest of tree/b"
 kill -TERM $IVERD_PID; wait $IVERD_PID || fail "iverd exit status $?"
 IVERD_PID=
 cat "$S/iverd.log"

@@ -147,7 +147,7 @@ done
 # the defaults as shipped are valid: uncomment everything, iverd must get past the configuration
 sed -E 's/^#([A-Z][A-Za-z]*=)/\1/' "$CONF" > "$S/all.conf"
 msg=$("$BUILD/iverd" --config "$S/all.conf" --policy "$S/no-such-policy" 2>&1 || true)
-if printf '%s\n' "$msg" | grep -q 'Failed to load configuration'; then
+if grep -q 'Failed to load configuration' <<<"$msg"; then
   bad "etc/iverd.conf with its defaults uncommented is rejected: $msg"
 else
   echo "  etc/iverd.conf, every key uncommented: accepted"
