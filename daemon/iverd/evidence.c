@@ -16,6 +16,8 @@
 
 #define EXTEND_BATCH 64
 #define RECONNECT_USEC (2ULL * 1000000ULL)
+#define STAGE_MAX 256
+#define RELIST_USEC (5ULL * 1000000ULL)
 #define KERNEL_IMA_LIST "/sys/kernel/security/ima/ascii_runtime_measurements"
 
 struct Evidence {
@@ -29,10 +31,14 @@ struct Evidence {
         bool list_failing;         /* last append failed: nothing is extended that is not in the list */
         uint64_t list_failures, extend_failures, duplicates;
         int last_list_error;
-        sd_event_source *drain, *retry;
+        sd_event_source *drain, *retry, *relist;
+        /* entries of this loop iteration, written with one fdatasync (evidence_flush) */
+        IverImaEntry *staged[STAGE_MAX];
+        size_t n_staged;
 };
 
 static int on_drain(sd_event_source *s, void *userdata);
+static int on_relist(sd_event_source *s, uint64_t usec, void *userdata);
 
 /* PCR 10 is kernel IMA's: take it only where the kernel keeps no list of its own. */
 static int choose_pcr(int configured, unsigned *ret) {
@@ -128,10 +134,12 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
                 log_error_errno(r, "Bad TPM setting '%s': %m", conf->tpm_tcti ?: "none");
                 goto fail;
         }
-        if ((r = sd_event_add_defer(m->event, &e->drain, on_drain, e)) < 0 ||
+        if ((r = sd_event_add_time_relative(m->event, &e->relist, CLOCK_MONOTONIC, RELIST_USEC, 0, on_relist, e)) < 0 ||
+            (r = sd_event_add_defer(m->event, &e->drain, on_drain, e)) < 0 ||
             (r = sd_event_add_time_relative(m->event, &e->retry, CLOCK_MONOTONIC, RECONNECT_USEC, 0, on_retry, e)) < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(e->retry, SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(e->relist, SD_EVENT_OFF);
         if (iver_tpm_is_none(e->tpm))
                 log_notice("No TPM configured: measurements go to the list only");
         else if (try_connect(e) < 0) {
@@ -150,8 +158,10 @@ fail:
 Evidence *evidence_free(Evidence *e) {
         if (!e)
                 return NULL;
+        (void) evidence_flush(e);
         sd_event_source_disable_unref(e->drain);
         sd_event_source_disable_unref(e->retry);
+        sd_event_source_disable_unref(e->relist);
         iver_tpm_free(e->tpm);
         iver_imalog_file_free(e->file);
         iver_imalog_free(e->log);
@@ -160,8 +170,8 @@ Evidence *evidence_free(Evidence *e) {
 }
 
 bool evidence_pending(const Evidence *e) {
-        return !iver_tpm_is_none(e->tpm) && iver_tpm_is_connected(e->tpm) && !e->desynced &&
-               e->extended < iver_imalog_size(e->log);
+        return e->n_staged > 0 || (!iver_tpm_is_none(e->tpm) && iver_tpm_is_connected(e->tpm) && !e->desynced &&
+               e->extended < iver_imalog_size(e->log));
 }
 
 static int extend_one(Evidence *e, const IverImaEntry *ent) {
@@ -202,6 +212,62 @@ static int on_drain(sd_event_source *s, void *userdata) {
         return 0;
 }
 
+static bool staged_contains(const Evidence *e, const IverImaEntry *ent) {
+        for (size_t i = 0; i < e->n_staged; i++)
+                if (e->staged[i]->pcr == ent->pcr && !ent->violation &&
+                    memcmp(e->staged[i]->template_digest, ent->template_digest, IVER_IMA_TEMPLATE_DIGEST_SIZE) == 0)
+                        return true;
+        return false;
+}
+
+/* While the list cannot be written, measured files are marked stale and a
+ * periodic rescan brings them back, so nothing measured is lost from the
+ * list once it is writable again. */
+static int on_relist(sd_event_source *s, uint64_t usec, void *userdata) {
+        Evidence *e = userdata;
+        if (!e->list_failing)
+                return 0;
+        (void) manager_rescan(e->m);
+        (void) sd_event_source_set_time_relative(s, RELIST_USEC);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+int evidence_flush(Evidence *e) {
+        if (!e || e->n_staged == 0)
+                return 0;
+        /* write-ahead: on disk (one fdatasync for the batch) before any can reach the PCR */
+        int r = iver_imalog_file_append_many(e->file, (const IverImaEntry *const *) e->staged, e->n_staged);
+        if (r < 0) {
+                e->list_failures += e->n_staged;
+                e->last_list_error = r;
+                if (!e->list_failing)
+                        log_error_errno(r, "Cannot append to the measurement list: %m; not extending until it works again");
+                e->list_failing = true;
+                for (size_t i = 0; i < e->n_staged; i++) {
+                        iver_check_invalidate(e->m->ctx, e->staged[i]->path);
+                        iver_imalog_entry_free(e->staged[i]);
+                }
+                e->n_staged = 0;
+                (void) sd_event_source_set_time_relative(e->relist, RELIST_USEC);
+                (void) sd_event_source_set_enabled(e->relist, SD_EVENT_ONESHOT);
+                return r;
+        }
+        if (e->list_failing) {
+                log_notice("Measurement list writable again");
+                e->list_failing = false;
+        }
+        for (size_t i = 0; i < e->n_staged; i++)
+                if (iver_imalog_push(e->log, e->staged[i]) < 0) {
+                        /* on disk but not in memory: the restart path reads it back */
+                        iver_imalog_entry_free(e->staged[i]);
+                        log_error("Out of memory holding the measurement list; restart iverd to resync");
+                }
+        e->n_staged = 0;
+        (void) sd_event_source_set_enabled(e->drain, SD_EVENT_ONESHOT);
+        return 0;
+}
+
 int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
                     const uint8_t *sig, size_t sig_len) {
         IverImaEntry *ent = NULL;
@@ -212,32 +278,14 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
                                       &ent);
         if (r < 0)
                 return log_error_errno(r, "Cannot build a list entry for %s: %m", path);
-        if (iver_imalog_contains(e->log, ent)) {
+        if (iver_imalog_contains(e->log, ent) || staged_contains(e, ent)) {
                 e->duplicates++;
                 iver_imalog_entry_free(ent);
                 return 0;
         }
-        /* write-ahead: on disk before it can reach the PCR */
-        r = iver_imalog_file_append(e->file, ent);
-        if (r < 0) {
-                e->list_failures++;
-                e->last_list_error = r;
-                if (!e->list_failing)
-                        log_error_errno(r, "Cannot append to the measurement list: %m; not extending until it works again");
-                e->list_failing = true;
-                iver_imalog_entry_free(ent);
-                return r;
-        }
-        if (e->list_failing) {
-                log_notice("Measurement list writable again");
-                e->list_failing = false;
-        }
-        r = iver_imalog_push(e->log, ent);
-        if (r < 0) {
-                iver_imalog_entry_free(ent);
-                return r;
-        }
-        (void) sd_event_source_set_enabled(e->drain, SD_EVENT_ONESHOT);
+        if (e->n_staged == STAGE_MAX)
+                (void) evidence_flush(e);
+        e->staged[e->n_staged++] = ent;
         return 0;
 }
 

@@ -15,10 +15,13 @@ typedef struct Evidence Evidence;
  * extends drain in list order and never block the loop for long. */
 int evidence_new(Manager *m, const IverConf *conf, Evidence **ret);
 Evidence *evidence_free(Evidence *e);
-/* A new measurement of path: append to the list (dedup by template digest)
- * and queue the extend. */
+/* A new measurement of path: stage a list entry (dedup by template digest);
+ * evidence_flush() writes it ahead of its extend. */
 int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
                     const uint8_t *sig, size_t sig_len);
+/* Write what evidence_record() staged: one write and one fdatasync for the
+ * batch, then the entries join the list and may be extended. */
+int evidence_flush(Evidence *e);
 /* Whether extends are still waiting for the TPM. */
 bool evidence_pending(const Evidence *e);
 /* status fields: tpm, pcr, list_length, pending_extends… */

@@ -342,6 +342,7 @@ static int on_workers(sd_event_source *s, int fd, uint32_t revents, void *userda
                 queue_done(m->queue, j->path);
                 job_free(j);
         }
+        (void) evidence_flush(m->evidence);
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_ONESHOT);
         manager_maybe_settled(m);
         return 0;
