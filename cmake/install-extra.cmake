@@ -7,12 +7,15 @@
 #   sbin/iverd  bin/iverctl  lib*/libiver.so.0*  include/iver/  lib*/pkgconfig/iver.pc
 #   share/man/man{1,5,8}/  share/bash-completion/completions/iverctl
 #   <systemdsystemunitdir>/iverd.{service,socket}  <sysusersdir>/iverd.conf
-#   /etc/iverd/iverd.conf  /etc/iverd/iverd.policy  /etc/iverd/policy.d/
+#   /etc/iverd/iverd.conf  /etc/iverd/policy.d/50-default.policy
 #
-# /etc/iverd is absolute whatever the prefix: iverd reads /etc/iverd/iverd.conf
-# and /etc/iverd/iverd.policy (IVER_CONF_FILE, IVER_POLICY_FILE). An existing
-# /etc/iverd/iverd.conf or iverd.policy is never overwritten by `cmake
-# --install`; in the .deb both are dpkg conffiles.
+# /etc/iverd is absolute whatever the prefix: iverd reads /etc/iverd/iverd.conf,
+# /etc/iverd/iverd.policy, then /etc/iverd/policy.d/*.policy (IVER_CONF_FILE,
+# IVER_POLICY_FILE, IVER_POLICY_DROPIN_DIR). The default policy is a drop-in
+# (50-default.policy) because the first matching rule wins: local exceptions go
+# in iverd.policy or an earlier drop-in (10-local.policy) and are read first.
+# An existing file is never overwritten by `cmake --install`; in the .deb both
+# are dpkg conffiles.
 
 find_package(PkgConfig QUIET)
 
@@ -86,7 +89,7 @@ endif()
 # ---- /etc/iverd: configuration and default policy, never overwritten ----
 install(DIRECTORY DESTINATION "${IVER_ETCDIR}/policy.d")
 install(CODE "
-  foreach(_pair \"${PROJECT_SOURCE_DIR}/etc/iverd.conf|iverd.conf\" \"${PROJECT_SOURCE_DIR}/policy/iverd.policy|iverd.policy\")
+  foreach(_pair \"${PROJECT_SOURCE_DIR}/etc/iverd.conf|iverd.conf\" \"${PROJECT_SOURCE_DIR}/policy/iverd.policy|policy.d/50-default.policy\")
     string(REPLACE \"|\" \";\" _pair \"\${_pair}\")
     list(GET _pair 0 _src)
     list(GET _pair 1 _name)
@@ -148,7 +151,7 @@ set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "systemd")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "auditd, tpm2-tools")
 set(_iver_deb "${PROJECT_BINARY_DIR}/debian-control")
 file(MAKE_DIRECTORY "${_iver_deb}")
-file(WRITE "${_iver_deb}/conffiles" "${IVER_ETCDIR}/iverd.conf\n${IVER_ETCDIR}/iverd.policy\n")
+file(WRITE "${_iver_deb}/conffiles" "${IVER_ETCDIR}/iverd.conf\n${IVER_ETCDIR}/policy.d/50-default.policy\n")
 file(WRITE "${_iver_deb}/postinst" "#!/bin/sh
 # iverd postinst: create the iverd-stats group and make systemd see the units,
 # only when systemd runs the system (not in a chroot or image build, where

@@ -195,7 +195,7 @@ unsigned iver_ledger_top(const IverLedger *l, IverLedgerTop *rows, unsigned n) {
                 n = ELEMENTSOF(best);
         if (n > l->top_n)
                 n = l->top_n;
-        if (!l->paths)
+        if (!l->paths || n == 0)
                 return 0;
         /* insertion into a small sorted array: n is tiny */
         for (unsigned i = 0; i < 2 * PATHS_MAX; i++) {

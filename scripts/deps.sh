@@ -7,6 +7,9 @@ PKGS=(
   libtss2-dev libsystemd-dev libaudit-dev libkeyutils-dev libjson-c-dev
   swtpm swtpm-tools tpm2-tools ima-evm-utils
   e2fsprogs xfsprogs btrfs-progs attr keyutils util-linux openssl
+  python3 curl bc
+  systemd-container mandoc auditd prometheus-node-exporter
+  clang-14 libclang-rt-14-dev
 )
 missing=()
 for p in "${PKGS[@]}"; do
@@ -14,6 +17,16 @@ for p in "${PKGS[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
+  # Packages such as auditd and prometheus-node-exporter would start their
+  # services on install; tests start their own private instances instead.
+  # policy-rc.d exit 101 is Debian's way to say "do not start anything".
+  own_policy=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    own_policy=1
+  fi
+  trap '[ -n "$own_policy" ] && rm -f /usr/sbin/policy-rc.d' EXIT
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi

@@ -24,6 +24,8 @@ struct Conn {
         Control *control;
         int fd;
         struct ucred peer;
+        gid_t groups[64];       /* SO_PEERGROUPS: supplementary groups count for the stats group */
+        int n_groups;
         sd_event_source *io, *timer;
         char *buf;
         size_t len;
@@ -153,10 +155,17 @@ void control_settled(Control *ctl) {
         }
 }
 
-static bool peer_allowed(const Manager *m, const struct ucred *peer, VerbAccess access) {
-        if (peer->uid == 0)
+static bool peer_allowed(const Manager *m, const Conn *c, VerbAccess access) {
+        if (c->peer.uid == 0)
                 return true;
-        return access == VERB_READ && m->gid_stats != UINT64_MAX && peer->gid == (gid_t) m->gid_stats;
+        if (access != VERB_READ || m->gid_stats == UINT64_MAX)
+                return false;
+        if (c->peer.gid == (gid_t) m->gid_stats)
+                return true;
+        for (int i = 0; i < c->n_groups; i++)
+                if (c->groups[i] == (gid_t) m->gid_stats)
+                        return true;
+        return false;
 }
 
 static void dispatch(Conn *c, const char *line, size_t len) {
@@ -170,7 +179,7 @@ static void dispatch(Conn *c, const char *line, size_t len) {
                 return;
         }
         VerbAccess access = verb_access(verb);
-        if (!peer_allowed(m, &c->peer, access)) {
+        if (!peer_allowed(m, c, access)) {
                 log_notice("Refused '%s' from uid %u (pid %d): %s", verb_name(verb), c->peer.uid, c->peer.pid,
                            access == VERB_ROOT ? "root only" : "not root and not in the stats group");
                 conn_reply(c, reply_error("permission denied: '%s' is %s", verb_name(verb),
@@ -239,6 +248,10 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 conn_free(c);
                 return 0;
         }
+        socklen_t gl = sizeof(c->groups);
+        if (getsockopt(cfd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &gl) == 0)
+                c->n_groups = (int) (gl / sizeof(gid_t));
+        /* ERANGE (more than 64 groups): only the primary group counts */
         if (sd_event_add_io(ctl->m->event, &c->io, cfd, EPOLLIN, on_conn_readable, c) < 0 ||
             sd_event_add_time_relative(ctl->m->event, &c->timer, CLOCK_MONOTONIC, REQUEST_TIMEOUT_USEC, 0,
                                        on_conn_timeout, c) < 0)

@@ -99,7 +99,7 @@ void log_audit(const char *op, const char *detail, bool ok) {
                 return;
         char msg[1024];
         char *enc = audit_encode_nv_string("detail", detail, 0);
-        snprintf(msg, sizeof(msg), "op=%s %s res=%s", op, enc ? enc : "detail=?", ok ? "success" : "failed");
+        snprintf(msg, sizeof(msg), "op=%s %s", op, enc ? enc : "detail=?"); /* libaudit appends res= */
         free(enc);
         (void) audit_log_user_message(audit_fd, AUDIT_TRUSTED_APP, msg, NULL, NULL, NULL, ok ? 1 : 0);
 }
@@ -118,8 +118,17 @@ void log_measurement(const char *path, const IverCheckOutcome *o) {
         } else if (verbose_log)
                 fprintf(stderr, "iverd: Measured %s %s%s\n", esc, digest, o->provisional ? " (provisional)" : "");
         char extra[200];
-        snprintf(extra, sizeof(extra), "digest=%s res=success", digest);
+        snprintf(extra, sizeof(extra), "digest=%s", digest);
         audit("measure", path, extra, true);
+}
+
+/* The cause as one audit token: the words before the first ':' ("unstable",
+ * "appraisal invalid" → "appraisal-invalid"). */
+static void cause_token(const char *what, char *out, size_t n) {
+        size_t o = 0;
+        for (; *what && *what != ':' && o + 1 < n; what++)
+                out[o++] = *what == ' ' ? '-' : *what;
+        out[o] = 0;
 }
 
 void log_violation(const char *path, const char *what) {
@@ -132,8 +141,9 @@ void log_violation(const char *path, const char *what) {
                         dropped++;
         } else
                 fprintf(stderr, "iverd: Violation on %s: %s\n", esc, what);
-        char extra[300];
-        snprintf(extra, sizeof(extra), "cause=%s res=failed", what);
+        char extra[300], cause[64];
+        cause_token(what, cause, sizeof(cause));
+        snprintf(extra, sizeof(extra), "cause=%s", cause);
         audit("violation", path, extra, false);
 }
 

@@ -110,10 +110,8 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         r = manager_start(m);
-        if (r >= 0) {
-                caps_drop_unneeded();
+        if (r >= 0)
                 r = manager_run(m);
-        }
         manager_free(m);
         log_close();
         return r < 0 ? 1 : 0;

@@ -357,7 +357,7 @@ int manager_rescan(Manager *m) {
 
 bool manager_settled(const Manager *m) {
         return queue_queued(m->queue) == 0 && queue_inflight(m->queue) == 0 && !walk_busy(m->walk) &&
-               !(m->evidence && evidence_pending(m->evidence));
+               !recheck_pending_soon(m->recheck) && !(m->evidence && evidence_pending(m->evidence));
 }
 
 static void send_status(Manager *m) {

@@ -60,7 +60,7 @@ step "dpkg-deb -I"
 dpkg-deb -I "$DEB"
 dpkg-deb -f "$DEB" Depends > "$S/depends"
 dpkg-deb -e "$DEB" "$S/control"
-for f in /etc/iverd/iverd.conf /etc/iverd/iverd.policy; do
+for f in /etc/iverd/iverd.conf /etc/iverd/policy.d/50-default.policy; do
   grep -qx "$f" "$S/control/conffiles" || fail "$f is not a conffile"
 done
 # every library iverd, iverctl and libiver need directly comes from a package in Depends
@@ -90,7 +90,7 @@ expect=(
   "/usr/$LIBDIR/libiver.so.0" "/usr/$LIBDIR/libiver.so" "/usr/$LIBDIR/pkgconfig/iver.pc"
   /usr/include/iver/iver.h
   "$UNITDIR/iverd.service" "$UNITDIR/iverd.socket" "$SYSUSERS/iverd.conf"
-  /etc/iverd/iverd.conf /etc/iverd/iverd.policy /etc/iverd/policy.d
+  /etc/iverd/iverd.conf /etc/iverd/policy.d/50-default.policy /etc/iverd/policy.d
   /usr/share/man/man8/iverd.8 /usr/share/man/man1/iverctl.1
   /usr/share/man/man5/iverd.conf.5 /usr/share/man/man5/iverd.policy.5
   /usr/share/bash-completion/completions/iverctl

@@ -40,7 +40,7 @@ start() {
         READY_S=$(echo "$(date +%s.%N) - $t0" | bc)
 }
 mkdir -p "$D/tree" "$D/run" "$D/state"
-N=${IVER_PERSIST_FILES:-20000}
+N=${IVER_PERSIST_FILES:-5000}
 python3 - "$D/tree" "$N" <<'PY'
 import os, sys
 root, n = sys.argv[1], int(sys.argv[2])

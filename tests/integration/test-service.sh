@@ -106,7 +106,7 @@ UNITDIR=${UNITDIR:-/lib/systemd/system}
 SYSUSERS=$(sed -n 's/^IVER_SYSUSERSDIR:PATH=//p' "$BUILD/CMakeCache.txt")
 SYSUSERS=${SYSUSERS:-/usr/lib/sysusers.d}
 for f in "$PREFIX/sbin/iverd" "$PREFIX/bin/iverctl" "$UNITDIR/iverd.service" "$UNITDIR/iverd.socket" \
-         "$SYSUSERS/iverd.conf" /etc/iverd/iverd.conf /etc/iverd/iverd.policy; do
+         "$SYSUSERS/iverd.conf" /etc/iverd/iverd.conf /etc/iverd/policy.d/50-default.policy; do
   [ -e "$R$f" ] || fail "not installed: $f"
 done
 [ -d "$R/etc/iverd/policy.d" ] || fail "not installed: /etc/iverd/policy.d/"
@@ -125,6 +125,7 @@ echo "exposure $SCORE <= 2.5: OK"
 
 mkdir -p "$S/units/iverd.service.d" "$S/etc-iverd" "$S/tree/base/bin" "$S/tree/extra"
 cp -a "$R/etc/iverd/." "$S/etc-iverd/"
+rm -f "$S/etc-iverd/policy.d/50-default.policy"   # the test measures only its demo tree
 cat > "$S/units/TEST.target" <<'EOF'
 [Unit]
 Description=iverd integration test target
