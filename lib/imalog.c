@@ -121,7 +121,7 @@ static int entry_build(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo
         const char *aname;
         size_t alen, size;
 
-        if (template < 0 || template >= _IVER_IMA_TEMPLATE_MAX)
+        if (template < 0 || template >= _IVER_IMA_TEMPLATE_MAX || pcr >= IVER_IMA_PCR_MAX)
                 return -EINVAL;
         aname = iver_hash_algo_to_string(algo);
         if (!aname || iver_hash_algo_size(algo) == 0)
@@ -312,6 +312,8 @@ int iver_imalog_entry_from_binary(const uint8_t *buf, size_t size, IverImaEntry 
         if (!e)
                 return -ENOMEM;
         e->pcr = get_le32(buf);
+        if (e->pcr >= IVER_IMA_PCR_MAX)
+                return -EBADMSG;
         e->template = t;
         memcpy(e->template_digest, buf + 4, IVER_IMA_TEMPLATE_DIGEST_SIZE);
         e->template_data_len = tlen;
@@ -320,9 +322,16 @@ int iver_imalog_entry_from_binary(const uint8_t *buf, size_t size, IverImaEntry 
         if (r < 0)
                 return r;
 
-        if (all_zero(e->template_digest, IVER_IMA_TEMPLATE_DIGEST_SIZE))
+        if (all_zero(e->template_digest, IVER_IMA_TEMPLATE_DIGEST_SIZE)) {
+                /* A violation's template data is bound by nothing (every bank
+                 * is extended with 0xFF): accept it only in the form
+                 * ima_add_violation writes, a zero file digest, as the ASCII
+                 * parser does. Otherwise any digest could ride on a zero
+                 * template digest, and the ASCII twin would not parse back. */
+                if (!all_zero(e->digest, e->digest_len))
+                        return -EBADMSG;
                 e->violation = true;
-        else {
+        } else {
                 uint8_t h[IVER_IMA_TEMPLATE_DIGEST_SIZE];
                 r = hash_buf(IVER_HASH_SHA1, e->template_data, tlen, h);
                 if (r < 0)
@@ -432,6 +441,8 @@ int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **re
                         return -EBADMSG;
                 pcr = pcr * 10 + (tok[i] - '0');
         }
+        if (pcr >= IVER_IMA_PCR_MAX)
+                return -EBADMSG;
 
         r = token(&p, end, &tok, &tl);
         if (r < 0)

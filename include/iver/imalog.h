@@ -42,6 +42,11 @@
 #define IVER_IMA_NAME_MAX 255              /* template name length we accept */
 #define IVER_IMA_TEMPLATE_DATA_MAX (1U << 20)
 #define IVER_IMA_SIG_MAX 4096
+/* PCR indexes an entry may name: 0..23, the PCRs of a PC-client TPM 2.0
+ * (what the TPM layer and the daemon accept). The parsers reject others: such
+ * an entry could never replay to a PCR, and the ASCII form could not hold
+ * every u32 (format detection relies on a first byte < 0x20 too). */
+#define IVER_IMA_PCR_MAX 24
 
 typedef enum IverImaTemplate {
         IVER_IMA_TEMPLATE_NG,   /* "ima-ng": d-ng|n-ng */
