@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Talking to iverd: one JSON request a line over the control socket. */
 #include <errno.h>
+#include <openssl/evp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,26 @@
 #include "iverctl.h"
 
 const char *arg_socket;
+
+int base64_decode(const char *in, uint8_t **ret, size_t *ret_len) {
+        size_t n = strlen(in);
+        uint8_t *out = malloc(n / 4 * 3 + 3);
+        if (!out)
+                return -ENOMEM;
+        int k = n ? EVP_DecodeBlock(out, (const unsigned char *) in, (int) n) : 0;
+        if (k < 0) {
+                free(out);
+                return -EBADMSG;
+        }
+        /* EVP_DecodeBlock counts padding as zero bytes */
+        if (n >= 1 && in[n - 1] == '=')
+                k--;
+        if (n >= 2 && in[n - 2] == '=')
+                k--;
+        *ret = out;
+        *ret_len = (size_t) k;
+        return 0;
+}
 
 json_object *request(const char *verb) {
         json_object *o = json_object_new_object();

@@ -217,24 +217,7 @@ int verb_list(int argc, char *argv[]) {
 }
 
 static int decode_b64(json_object *s, uint8_t **ret, size_t *ret_len) {
-        const char *in = json_object_get_string(s);
-        size_t n = strlen(in);
-        uint8_t *out = malloc(n / 4 * 3 + 3);
-        if (!out)
-                return -ENOMEM;
-        int k = EVP_DecodeBlock(out, (const unsigned char *) in, (int) n);
-        if (k < 0) {
-                free(out);
-                return -EBADMSG;
-        }
-        /* EVP_DecodeBlock counts padding as zero bytes */
-        if (n >= 1 && in[n - 1] == '=')
-                k--;
-        if (n >= 2 && in[n - 2] == '=')
-                k--;
-        *ret = out;
-        *ret_len = (size_t) k;
-        return 0;
+        return base64_decode(json_object_get_string(s), ret, ret_len);
 }
 
 int verb_log(int argc, char *argv[]) {

@@ -38,57 +38,6 @@
 #include "iverctl.h"
 #include "output.h"
 
-static int b64_decode(const char *in, uint8_t **ret, size_t *ret_len) {
-        size_t n = strlen(in);
-        uint8_t *out = malloc(n / 4 * 3 + 3);
-        if (!out)
-                return -ENOMEM;
-        int k = n ? EVP_DecodeBlock(out, (const unsigned char *) in, (int) n) : 0;
-        if (k < 0) {
-                free(out);
-                return -EBADMSG;
-        }
-        if (n >= 1 && in[n - 1] == '=')
-                k--;
-        if (n >= 2 && in[n - 2] == '=')
-                k--;
-        *ret = out;
-        *ret_len = (size_t) k;
-        return 0;
-}
-
-/* Strict UTF-8 (no overlongs, no surrogates, ≤ U+10FFFF). */
-static bool valid_utf8(const unsigned char *s, size_t n) {
-        for (size_t i = 0; i < n;) {
-                unsigned c = s[i];
-                size_t k;
-                unsigned cp;
-                if (c < 0x80) {
-                        i++;
-                        continue;
-                } else if ((c & 0xe0) == 0xc0)
-                        k = 1, cp = c & 0x1f;
-                else if ((c & 0xf0) == 0xe0)
-                        k = 2, cp = c & 0x0f;
-                else if ((c & 0xf8) == 0xf0)
-                        k = 3, cp = c & 0x07;
-                else
-                        return false;
-                if (i + k >= n)
-                        return false;
-                for (size_t j = 1; j <= k; j++) {
-                        if ((s[i + j] & 0xc0) != 0x80)
-                                return false;
-                        cp = cp << 6 | (s[i + j] & 0x3f);
-                }
-                if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) || cp > 0x10ffff ||
-                    (cp >= 0xd800 && cp <= 0xdfff))
-                        return false;
-                i += k + 1;
-        }
-        return true;
-}
-
 static void hex(const uint8_t *p, size_t n, char *out) {
         static const char x[] = "0123456789abcdef";
         for (size_t i = 0; i < n; i++)
@@ -107,7 +56,7 @@ static int fetch_list(IverImaLog **ret) {
         size_t len = 0, consumed = 0;
         IverImaLog *l = NULL;
         int k;
-        if (!json_object_object_get_ex(r, "binary", &v) || b64_decode(json_object_get_string(v), &buf, &len) < 0) {
+        if (!json_object_object_get_ex(r, "binary", &v) || base64_decode(json_object_get_string(v), &buf, &len) < 0) {
                 fprintf(stderr, "iverctl policy export: bad binary list in the reply\n");
                 json_object_put(r);
                 return IVERCTL_EXIT_DAEMON;
@@ -156,7 +105,7 @@ static json_object *build_policy(const IverImaLog *l, size_t *ret_paths, size_t 
                         n_viol++;
                         continue;
                 }
-                if (!valid_utf8((const unsigned char *) e->path, e->path_len)) {
+                if (!utf8_valid(e->path, e->path_len)) {
                         fprintf(stderr, "iverctl policy export: warning: path is not UTF-8, left out: ");
                         print_path(stderr, e->path);
                         fputc('\n', stderr);

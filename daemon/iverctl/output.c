@@ -28,6 +28,21 @@ static size_t utf8_seq(const uint8_t *s, size_t left) {
         return n;
 }
 
+bool utf8_valid(const char *str, size_t len) {
+        const uint8_t *s = (const uint8_t *) str;
+        for (size_t i = 0; i < len;) {
+                if (s[i] < 0x80) {
+                        i++;
+                        continue;
+                }
+                size_t n = utf8_seq(s + i, len - i);
+                if (n == 0)
+                        return false;
+                i += n;
+        }
+        return true;
+}
+
 void json_string(FILE *f, const char *str, size_t len) {
         const uint8_t *s = (const uint8_t *) str;
         fputc('"', f);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -10,3 +11,5 @@ void json_string(FILE *f, const char *s, size_t len);
 /* A path for a line-oriented listing: backslash, newline, tab and non-printable
  * bytes as \\, \n, \t and \xHH, so one file is always one line. */
 void print_path(FILE *f, const char *s);
+/* Whether s (len bytes) is strict UTF-8 (no overlongs, surrogates, > U+10FFFF). */
+bool utf8_valid(const char *s, size_t len);

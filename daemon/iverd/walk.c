@@ -10,6 +10,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "path.h"
 #include "walk.h"
 #include "onaccess.h"
 #include "watch.h"
@@ -90,19 +91,6 @@ uint64_t walk_files_seen(const Walk *w) {
         return w->files;
 }
 
-static char *join(const char *dir, const char *name) {
-        size_t a = strlen(dir), b = strlen(name);
-        char *p = malloc(a + b + 2);
-        if (!p)
-                return NULL;
-        memcpy(p, dir, a);
-        size_t o = a;
-        if (a == 0 || dir[a - 1] != '/')
-                p[o++] = '/';
-        memcpy(p + o, name, b + 1);
-        return p;
-}
-
 static int walk_step(sd_event_source *s, void *userdata) {
         Walk *w = userdata;
         unsigned n = 0;
@@ -144,7 +132,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
                 n++;
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
-                _cleanup_free_ char *p = join(w->cur_path, de->d_name);
+                _cleanup_free_ char *p = path_join(w->cur_path, de->d_name);
                 if (!p)
                         return log_error_errno(-ENOMEM, "Out of memory while walking");
                 unsigned char type = de->d_type;

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "path.h"
 #include "walk.h"
 #include "watch.h"
 
@@ -157,17 +158,6 @@ uint64_t watch_events(const Watch *w) {
         return w->events;
 }
 
-static char *join(const char *dir, const char *name) {
-        size_t a = strlen(dir), b = strlen(name);
-        char *p = malloc(a + b + 2);
-        if (!p)
-                return NULL;
-        memcpy(p, dir, a);
-        p[a] = '/';
-        memcpy(p + a + 1, name, b + 1);
-        return p;
-}
-
 static void handle(Watch *w, const struct inotify_event *ev) {
         w->events++;
         if (ev->mask & IN_Q_OVERFLOW) {
@@ -185,7 +175,7 @@ static void handle(Watch *w, const struct inotify_event *ev) {
                 return;
         if (ev->len == 0)
                 return; /* IN_DELETE_SELF / IN_MOVE_SELF: the parent's event covers it */
-        _cleanup_free_ char *p = join(d->path, ev->name);
+        _cleanup_free_ char *p = path_join(d->path, ev->name);
         if (!p)
                 return;
         if (ev->mask & IN_ISDIR) {
