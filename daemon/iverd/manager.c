@@ -335,6 +335,8 @@ Manager *manager_free(Manager *m) {
 }
 
 int manager_start(Manager *m) {
+        /* a restored snapshot tells roughly how many files the scan will see */
+        m->scan_estimate = iver_cache_size(iver_context_cache(m->ctx));
         int r = manager_rescan(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the initial scan: %m");
