@@ -74,6 +74,19 @@ void persist_load(Manager *m) {
                 discard(path, r == -EBADMSG ? iver_snapshot_error_to_string(err) : strerror(-r));
                 goto out;
         }
+        /* files deleted (or replaced by a non-regular file) while iverd was
+         * down: no event and no walk will ever visit them again */
+        size_t gone = 0;
+        for (size_t i = iver_cache_size(c); i-- > 0;) {
+                struct stat pst;
+                if (lstat(iver_cache_path(c, (uint32_t) i, NULL), &pst) < 0 ? errno == ENOENT || errno == ENOTDIR
+                                                                             : !S_ISREG(pst.st_mode)) {
+                        iver_cache_remove(c, (uint32_t) i);
+                        gone++;
+                }
+        }
+        if (gone)
+                log_info("Forgot %zu cached measurements of files gone since the snapshot", gone);
         size_t n = iver_cache_size(c);
         iver_context_adopt(m->ctx, c, &counters);
         m->snapshot_checks = counters.checks;
