@@ -262,7 +262,9 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, IverImaLog **
 
 int iver_imalog_file_append_many(IverImaFile *f, const IverImaEntry *const *e, size_t n) {
         _cleanup_free_ uint8_t *bin = NULL;
-        size_t size = 0, off = 0;
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0, off = 0, text_len = 0;
+        struct stat ast;
         int r;
 
         if (!f || (!e && n > 0))
@@ -278,25 +280,37 @@ int iver_imalog_file_append_many(IverImaFile *f, const IverImaEntry *const *e, s
                         return r;
                 off += r;
         }
-        r = write_all(f->bin_fd, bin, size);
-        if (r >= 0 && fdatasync(f->bin_fd) < 0)
-                r = negative_errno();
-        if (r < 0) {
-                /* Leave no partial record behind: cut back to the last good one. */
-                (void) ftruncate(f->bin_fd, f->size);
-                return r;
-        }
-        f->size += size;
-
+        /* the ASCII twin of the batch, built before anything is written */
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *line = NULL;
                 size_t ln;
                 r = iver_imalog_entry_to_ascii(e[i], &line, &ln);
-                if (r >= 0)
-                        r = write_all(f->ascii_fd, line, ln);
                 if (r < 0)
-                        f->ascii_error = r;
+                        return r;
+                char *t = realloc(text, text_len + ln + 1);
+                if (!t)
+                        return -ENOMEM;
+                text = t;
+                memcpy(text + text_len, line, ln);
+                text_len += ln;
         }
+        if (fstat(f->ascii_fd, &ast) < 0)
+                return negative_errno();
+        r = write_all(f->bin_fd, bin, size);
+        if (r >= 0 && fdatasync(f->bin_fd) < 0)
+                r = negative_errno();
+        /* An entry is in the list only when both files hold it: a full
+         * directory must not leave the ASCII list short of entries the binary
+         * list (and then the PCR) has, for good. */
+        if (r >= 0 && (r = write_all(f->ascii_fd, text, text_len)) < 0)
+                f->ascii_error = r;
+        if (r < 0) {
+                /* Leave no partial record behind: cut back to the last good one. */
+                (void) ftruncate(f->bin_fd, f->size);
+                (void) ftruncate(f->ascii_fd, ast.st_size);
+                return r;
+        }
+        f->size += size;
         return 0;
 }
 

@@ -202,13 +202,14 @@ static inline void iver_imalog_file_freep(IverImaFile **f) {
                 *f = iver_imalog_file_free(*f);
 }
 /* Append e to the binary file and fdatasync it: call before extending the
- * PCR (write-ahead). On failure the file is cut back to its previous length.
- * Then append the ASCII line (not synced: it is rebuilt on open); an ASCII
- * failure does not fail the call, see iver_imalog_file_ascii_error(). */
+ * PCR (write-ahead). Then append the ASCII line (not synced: it is rebuilt on
+ * open). If either write fails (a full directory), both files are cut back
+ * to their previous length and the call fails: the ASCII list never misses
+ * an entry the binary list (and so the PCR) has. */
 int iver_imalog_file_append(IverImaFile *f, const IverImaEntry *e);
 /* The same for n entries with one write and one fdatasync (a burst). */
 int iver_imalog_file_append_many(IverImaFile *f, const IverImaEntry *const *e, size_t n);
-/* -errno of the last ASCII twin write failure, 0 if none. */
+/* -errno of the last ASCII twin write failure (which failed its append), 0 if none. */
 int iver_imalog_file_ascii_error(const IverImaFile *f);
 /* Bytes in the binary file. */
 uint64_t iver_imalog_file_size(const IverImaFile *f);
