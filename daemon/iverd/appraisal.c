@@ -61,7 +61,7 @@ void appraisal_run(Job *j) {
                 IverMeasureOptions o = j->opt;
                 o.algo = a;
                 IverMeasurement m2;
-                r = a >= 0 ? iver_measure(AT_FDCWD, j->path, &o, &m2) : -EOPNOTSUPP;
+                r = a >= 0 ? workers_measure_path(j->path, &o, &m2) : -EOPNOTSUPP;
                 if (r >= 0 && (m2.status == IVER_MEASURE_STABLE || m2.status == IVER_MEASURE_PROVISIONAL)) {
                         m2.bytes_hashed += j->m.bytes_hashed;
                         m2.cpu_ns += j->m.cpu_ns;

@@ -2,11 +2,14 @@
 /* Worker threads hash files; results return to the loop via an eventfd. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "appraisal.h"
@@ -32,6 +35,34 @@ static void append(Job **head, Job **tail, Job *j) {
         *tail = j;
 }
 
+/* Measure path without following a symlink in any component: the parent
+ * directory is pinned with openat2(RESOLVE_NO_SYMLINKS) and the file is
+ * looked up (AT_SYMLINK_NOFOLLOW, O_NOFOLLOW) from there. Otherwise a
+ * measured directory swapped for a symlink between the event and the hash
+ * would have a file outside the policy measured (and listed) under the
+ * name of one inside it. A path through a symlink is treated as gone. */
+int workers_measure_path(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
+        const char *slash = strrchr(path, '/');
+        if (!slash || slash[1] == 0)
+                return iver_measure(AT_FDCWD, path, opt, ret);
+        size_t dlen = slash == path ? 1 : (size_t) (slash - path);
+        char *dir = strndup(path, dlen);
+        if (!dir)
+                return -ENOMEM;
+        struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS };
+        int dfd = (int) syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
+        int e = errno;
+        free(dir);
+        if (dfd < 0) {
+                if (e == ENOSYS || e == EPERM) /* no openat2 (old kernel, seccomp) */
+                        return iver_measure(AT_FDCWD, path, opt, ret);
+                return e == ELOOP ? -ENOTDIR : -e;
+        }
+        int r = iver_measure(dfd, slash + 1, opt, ret);
+        close(dfd);
+        return r;
+}
+
 static void *worker_main(void *arg) {
         Workers *w = arg;
         pthread_mutex_lock(&w->lock);
@@ -46,7 +77,7 @@ static void *worker_main(void *arg) {
                         w->todo_tail = NULL;
                 pthread_mutex_unlock(&w->lock);
 
-                j->r = iver_measure(AT_FDCWD, j->path, &j->opt, &j->m);
+                j->r = workers_measure_path(j->path, &j->opt, &j->m);
                 if (j->keyring && j->r >= 0)
                         appraisal_run(j);
 

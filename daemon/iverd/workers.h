@@ -29,6 +29,8 @@ int workers_new(unsigned n, Workers **ret);
 Workers *workers_free(Workers *w);   /* joins the threads; pending jobs are dropped */
 int workers_eventfd(const Workers *w);
 void workers_submit(Workers *w, Job *job);
+/* iver_measure(AT_FDCWD, path, …) that follows no symlink in any component of path */
+int workers_measure_path(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
 /* Take all finished jobs (oldest first); clears the eventfd. */
 Job *workers_take_done(Workers *w);
 unsigned workers_count(const Workers *w);
