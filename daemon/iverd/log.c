@@ -53,7 +53,7 @@ static void emit(int level, const char *msg) {
 }
 
 int log_full_errno(int level, int error, const char *format, ...) {
-        char buf[2048];
+        char buf[2 * 4096 + 2048]; /* a path of PATH_MAX, the text and the reason (%m) fit */
         va_list ap;
         int saved = errno;
         if (error != 0)
