@@ -254,8 +254,13 @@ int evidence_flush(Evidence *e) {
                 return r;
         }
         if (e->list_failing) {
-                log_notice("Measurement list writable again");
+                /* The entries dropped while failing belong to files marked
+                 * stale: look at them now. The relist timer rescans only while
+                 * the list is failing, and a smaller batch that fits (a nearly
+                 * full directory) clears list_failing before it fires. */
+                log_notice("Measurement list writable again: re-checking what could not be listed");
                 e->list_failing = false;
+                (void) manager_rescan(e->m);
         }
         for (size_t i = 0; i < e->n_staged; i++)
                 if (iver_imalog_push(e->log, e->staged[i]) < 0) {
