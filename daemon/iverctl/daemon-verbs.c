@@ -29,8 +29,9 @@ static bool has_flag(int argc, char *argv[], const char *flag) {
 }
 
 int verb_status(int argc, char *argv[]) {
-        json_object *r;
-        int ret = call(request("status"), 0, &r);
+        json_object *req = request("status"), *r;
+        int ret = call(req, 0, &r);
+        json_object_put(req);
         if (ret)
                 return ret;
         json_object_object_del(r, "ok");
