@@ -22,7 +22,8 @@ typedef struct CacheEntry {
         uint64_t shadow_atime, shadow_mtime;
         uint32_t dev;
         uint16_t mode;
-        uint8_t algo;
+        uint8_t algo : 7;
+        uint8_t mark : 1;       /* scan mark (iver_cache_*_mark) */
         uint8_t flags : 6;
         uint8_t source : 2;
         uint32_t uid, gid;
@@ -401,6 +402,19 @@ void iver_cache_touch(IverCache *c, uint32_t idx, uint64_t shadow_atime, uint64_
         e->mode = (uint16_t) st->mode;
         e->uid = st->uid;
         e->gid = st->gid;
+}
+
+void iver_cache_set_mark(IverCache *c, uint32_t idx) {
+        entry(c, idx)->mark = 1;
+}
+
+bool iver_cache_has_mark(const IverCache *c, uint32_t idx) {
+        return entry(c, idx)->mark;
+}
+
+void iver_cache_clear_marks(IverCache *c) {
+        for (uint32_t i = 0; i < c->n; i++)
+                entry(c, i)->mark = 0;
 }
 
 void iver_cache_update_flags(IverCache *c, uint32_t idx, uint32_t set, uint32_t clear) {

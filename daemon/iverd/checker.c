@@ -98,6 +98,8 @@ static bool check_path(Manager *m, const char *path) {
         IverHashAlgo algo = appraise && a.hash >= 0 ? a.hash : measure && d.hash >= 0 ? d.hash : m->conf.hash;
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, algo, &p, &o);
         if (r <= 0) {
+                if (o.idx != IVER_CACHE_NONE)
+                        iver_cache_set_mark(iver_context_cache(m->ctx), o.idx); /* seen by this scan */
                 handle_outcome(m, path, &o, measure ? &d : NULL, NULL, 0);
                 return true;
         }
@@ -174,6 +176,8 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                                       .fs_magic = iver_cookie_table_fs_magic(iver_context_cookies(m->ctx), j->m.st.dev) };
                 bool measure = iver_policy_match(m->policy, IVER_CLASS_MEASURE, j->path, strlen(j->path), &attr, &d) >= 0 &&
                                d.matched && d.action == IVER_ACTION_MEASURE;
+                if (o.idx != IVER_CACHE_NONE)
+                        iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
                 handle_outcome(m, j->path, &o, measure ? &d : NULL, j->sig, j->sig_len);
                 handle_appraisal(m, j, &o);
                 queue_done(m->queue, j->path);

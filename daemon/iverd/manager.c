@@ -72,7 +72,26 @@ void manager_queue(Manager *m, const char *path) {
 
 int manager_rescan(Manager *m) {
         m->scans++;
+        /* mark and sweep: what this scan does not see again was deleted while
+         * no event told us (rescan-only directories, lost events) */
+        iver_cache_clear_marks(iver_context_cache(m->ctx));
+        m->sweep_pending = true;
         return walk_add(m->walk, "/");
+}
+
+/* After a full scan settled: check every cached path the scan did not see;
+ * a deleted file's check fails with ENOENT and drops it. */
+static void sweep(Manager *m) {
+        IverCache *c = iver_context_cache(m->ctx);
+        size_t n = 0;
+        m->sweep_pending = false;
+        for (uint32_t i = 0; i < iver_cache_size(c); i++)
+                if (!iver_cache_has_mark(c, i)) {
+                        manager_queue(m, iver_cache_path(c, i, NULL));
+                        n++;
+                }
+        if (n > 0)
+                log_debug("Scan did not see %zu cached files: checking them", n);
 }
 
 bool manager_settled(const Manager *m) {
@@ -99,6 +118,11 @@ static void send_status(Manager *m) {
 void manager_maybe_settled(Manager *m) {
         if (!manager_settled(m))
                 return;
+        if (m->sweep_pending) {
+                sweep(m);
+                if (!manager_settled(m))
+                        return;
+        }
         if (!m->initial_scan_done) {
                 m->initial_scan_done = true;
                 m->scan_estimate = walk_files_seen(m->walk);

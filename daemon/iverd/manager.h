@@ -61,6 +61,7 @@ typedef struct Manager {
         uint64_t appraisals[_IVER_APPRAISAL_MAX];
         uint64_t gid_stats;             /* group allowed to read (UINT64_MAX: none) */
         bool ready_sent;
+        bool sweep_pending;             /* a full scan runs: sweep unseen entries when it settles */
         bool snapshots_enabled;
         uint64_t snapshot_checks;       /* ledger checks at the last snapshot */
         uint64_t snapshot_interval_usec;

@@ -65,6 +65,13 @@ int iver_cache_put(IverCache *c, const IverEntry *e, const char *path, size_t pa
 /* Update only the ledger shadows and stat snapshot of a cache hit (no path,
  * no digest change); cheap. */
 void iver_cache_touch(IverCache *c, uint32_t idx, uint64_t shadow_atime, uint64_t shadow_mtime, const IverStat *st);
+/* A mark bit per entry for mark-and-sweep scans: clear all, mark what a scan
+ * saw, then look at what is left unmarked (deleted while nobody watched). New
+ * entries start unmarked; the mark moves with its entry. */
+void iver_cache_clear_marks(IverCache *c);
+void iver_cache_set_mark(IverCache *c, uint32_t idx);
+bool iver_cache_has_mark(const IverCache *c, uint32_t idx);
+
 /* Set and clear entry flags. */
 void iver_cache_update_flags(IverCache *c, uint32_t idx, uint32_t set, uint32_t clear);
 /* Remove entry idx (file deleted); other indexes may move. */
