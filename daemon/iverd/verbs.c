@@ -43,6 +43,7 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "watches", U64(watch_count(m->watch)));
         ADD(o, "unwatched_dirs", U64(watch_failed(m->watch)));
         ADD(o, "inotify_overflows", U64(watch_overflows(m->watch)));
+        ADD(o, "inotify_events", U64(watch_events(m->watch)));
         ADD(o, "on_access", json_object_new_string(iver_on_access_to_string(m->conf.on_access)));
         ADD(o, "fanotify_marks", U64(onaccess_marks(m->onaccess)));
         ADD(o, "fanotify_events", U64(onaccess_events(m->onaccess)));
