@@ -19,6 +19,7 @@ shift
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 pids=()
+targets=("$@")
 for t in "$@"; do
         bin=$build/fuzz/fuzz-$t
         [[ -x $bin ]] || { echo "no $bin" >&2; exit 1; }
@@ -37,7 +38,8 @@ done
 rc=0
 for i in "${!pids[@]}"; do
         if ! wait "${pids[$i]}"; then
-                echo "fuzz-$1: FAILED, see $build/fuzz-logs/ and $build/fuzz-artifacts/" >&2
+                t=${targets[$i]}
+                echo "fuzz-$t: FAILED, see $build/fuzz-logs/$t.log and $build/fuzz-artifacts/$t/" >&2
                 rc=1
         fi
 done

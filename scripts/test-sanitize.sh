@@ -12,6 +12,10 @@
 # they start in the background) goes to a log file in $IVER_SAN_LOGS
 # (default <build>/sanitizer-logs): the run fails if any test fails or any
 # report was written, and prints the reports. Extra arguments go to ctest.
+# IVER_SAN_EXCLUDE: ctest -E regex of integration tests to leave out of the
+# ASan run (default: integration/test-service, see below).
+# Typical times on 2 cores: ASan build 1-2 min, unit 0.5 min, integration
+# 4 min; --tsan adds about 1.5 min.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$(pwd)
@@ -34,7 +38,13 @@ san_env() {
         rm -rf "$logs"
         mkdir -p "$logs"
         chmod 1777 "$logs"   # tests may run iverctl as a non-root user
-        export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:log_path=$logs/asan"
+        # quarantine_size_mb: ASan keeps freed memory (256 MB by default) to catch
+        # use-after-free; 16 MB still catches it soon after the free, and keeps
+        # the RSS bounds of the load tests (128 MiB) meaningful.
+        # verify_asan_link_order=0: tests LD_PRELOAD small fault shims (e.g.
+        # test-rescan-sweep's inotify_add_watch → ENOSPC) ahead of the ASan
+        # runtime; they intercept nothing ASan does.
+        export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:quarantine_size_mb=16:thread_local_quarantine_size_kb=256:verify_asan_link_order=0:log_path=$logs/asan"
         export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$logs/ubsan"
         export TSAN_OPTIONS="halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:log_path=$logs/tsan"
 }
@@ -66,7 +76,12 @@ if ((asan)); then
         ctest --test-dir "$B" --output-on-failure -L unit "${args[@]}" || rc=1
         echo "ASan+UBSan unit tests: $((SECONDS - start)) s"
         start=$SECONDS
-        ctest --test-dir "$B" --output-on-failure -L integration "${args[@]}" || rc=1
+        # test-service runs the programs inside the hardened unit, whose
+        # SystemCallFilter=~@debug denies ptrace: LeakSanitizer cannot stop the
+        # world at exit and every sanitized iverctl/iverd exits 1 there. The
+        # unit is tested by the normal build; here it is left out.
+        ctest --test-dir "$B" --output-on-failure -L integration -E "${IVER_SAN_EXCLUDE:-^integration/test-service\$}" \
+                "${args[@]}" || rc=1
         echo "ASan+UBSan integration tests: $((SECONDS - start)) s"
         san_check "$LOGS" "ASan+UBSan" || rc=1
 fi
