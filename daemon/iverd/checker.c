@@ -55,35 +55,26 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         }
 }
 
-/* Check one path on the loop thread. Returns true when finished here (hit,
- * not measured, error), false when handed to a worker. */
-static bool check_path(Manager *m, const char *path) {
-        IverStat st;
+/* After the statx: policy, cache lookup, and (if may_submit) the hand-off
+ * to a worker. Returns true when the check finished here (hit, not
+ * measured), false when it needs hashing (submitted, or not if !may_submit). */
+static bool check_observed(Manager *m, const char *path, const IverStat *st, bool may_submit) {
         IverCheckOutcome o;
         IverPending p;
-        int r = iver_context_stat(m->ctx, AT_FDCWD, path, &st);
-        if (r < 0) {
-                if (r == -ENOENT || r == -ENOTDIR) {
-                        iver_check_forget(m->ctx, path);
-                        recheck_remove(m->recheck, path);
-                } else {
-                        m->errors++;
-                        log_warning_errno(r, "Cannot stat %s: %m", path);
-                }
-                return true;
-        }
-        if (!S_ISREG(st.mode)) {
+        int r;
+
+        if (!S_ISREG(st->mode)) {
                 iver_check_forget(m->ctx, path);
                 return true;
         }
         IverCookieTable *t = iver_context_cookies(m->ctx);
-        (void) iver_cookie_table_source(t, st.dev, AT_FDCWD, path);
+        (void) iver_cookie_table_source(t, st->dev, AT_FDCWD, path);
         IverFileAttr attr = {
-                .fs_magic = iver_cookie_table_fs_magic(t, st.dev),
-                .owner = st.uid,
+                .fs_magic = iver_cookie_table_fs_magic(t, st->dev),
+                .owner = st->uid,
                 .subject_uid = IVER_UID_UNKNOWN,
-                .mode = st.mode,
-                .size = st.size,
+                .mode = st->mode,
+                .size = st->size,
         };
         IverPolicyDecision d, a;
         bool measure = iver_policy_match(m->policy, IVER_CLASS_MEASURE, path, strlen(path), &attr, &d) >= 0 &&
@@ -96,13 +87,15 @@ static bool check_path(Manager *m, const char *path) {
         }
         /* an appraise rule's hash= names the algorithm its signatures use */
         IverHashAlgo algo = appraise && a.hash >= 0 ? a.hash : measure && d.hash >= 0 ? d.hash : m->conf.hash;
-        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, algo, &p, &o);
+        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, st, algo, &p, &o);
         if (r <= 0) {
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx); /* seen by this scan */
                 handle_outcome(m, path, &o, measure ? &d : NULL, NULL, 0);
                 return true;
         }
+        if (!may_submit)
+                return false;
         Job *j = calloc(1, sizeof(*j));
         if (!j) {
                 m->errors++;
@@ -114,6 +107,32 @@ static bool check_path(Manager *m, const char *path) {
         j->keyring = appraise ? m->keyring : NULL;
         workers_submit(m->workers, j);
         return false;
+}
+
+/* Check one queued path on the loop thread. Returns true when finished here
+ * (hit, not measured, error), false when handed to a worker. */
+static bool check_path(Manager *m, const char *path) {
+        IverStat st;
+        int r = iver_context_stat(m->ctx, AT_FDCWD, path, &st);
+        if (r < 0) {
+                if (r == -ENOENT || r == -ENOTDIR) {
+                        iver_check_forget(m->ctx, path);
+                        recheck_remove(m->recheck, path);
+                } else {
+                        m->errors++;
+                        log_warning_errno(r, "Cannot stat %s: %m", path);
+                }
+                return true;
+        }
+        return check_observed(m, path, &st, true);
+}
+
+bool checker_scan_file(Manager *m, int dirfd, const char *name, const char *path) {
+        IverStat st;
+        /* relative to the open directory: no walk of the whole path */
+        if (iver_context_stat(m->ctx, dirfd, name, &st) < 0)
+                return false; /* the queued check reports it */
+        return check_observed(m, path, &st, false);
 }
 
 int checker_dispatch(sd_event_source *s, void *userdata) {

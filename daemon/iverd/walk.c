@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "checker.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -146,7 +147,8 @@ static int walk_step(sd_event_source *s, void *userdata) {
                                 (void) push(w, p);
                 } else if (type == DT_REG || type == DT_UNKNOWN) {
                         w->files++;
-                        manager_queue(w->m, p);
+                        if (!checker_scan_file(w->m, dirfd(w->cur), de->d_name, p))
+                                manager_queue(w->m, p);
                 }
                 /* symlinks, FIFOs, sockets, devices: never measured, never followed */
         }
