@@ -293,7 +293,8 @@ int iver_tpm_ak_load(IverTpm *t) {
                         .nameAlg = TPM2_ALG_SHA256,
                         .objectAttributes = TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_SIGN_ENCRYPT |
                                             TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
-                                            TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH,
+                                            TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH |
+                                            TPMA_OBJECT_NODA, /* an empty-auth key: lockout after unorderly shutdowns must not stop quotes */
                         .parameters.eccDetail = {
                                 .symmetric.algorithm = TPM2_ALG_NULL,
                                 .scheme = { .scheme = TPM2_ALG_ECDSA, .details.ecdsa.hashAlg = TPM2_ALG_SHA256 },
