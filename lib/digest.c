@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Hash algorithm names and sizes, digest helpers. */
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <openssl/evp.h>
@@ -74,4 +75,28 @@ char *iver_digest_to_hex(const IverDigest *d, char *buf) {
         }
         buf[2 * n] = 0;
         return buf;
+}
+
+int iver_unhexchar(int c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+int iver_hex_decode(const char *hex, size_t len, uint8_t *out, size_t max, size_t *ret_len) {
+        if (len % 2 || len / 2 > max)
+                return -EINVAL;
+        for (size_t i = 0; i < len / 2; i++) {
+                int hi = iver_unhexchar((unsigned char) hex[2 * i]), lo = iver_unhexchar((unsigned char) hex[2 * i + 1]);
+                if (hi < 0 || lo < 0)
+                        return -EINVAL;
+                out[i] = (uint8_t) (hi << 4 | lo);
+        }
+        if (ret_len)
+                *ret_len = len / 2;
+        return 0;
 }

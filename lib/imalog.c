@@ -354,26 +354,8 @@ static char *hex_put(char *p, const uint8_t *b, size_t n) {
         return p;
 }
 
-static int unhex1(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 static int hex_get(const char *s, size_t n, uint8_t *out) {
-        if (n % 2)
-                return -EBADMSG;
-        for (size_t i = 0; i < n / 2; i++) {
-                int hi = unhex1(s[2 * i]), lo = unhex1(s[2 * i + 1]);
-                if (hi < 0 || lo < 0)
-                        return -EBADMSG;
-                out[i] = hi << 4 | lo;
-        }
-        return 0;
+        return iver_hex_decode(s, n, out, n / 2, NULL) < 0 ? -EBADMSG : 0;
 }
 
 int iver_imalog_entry_to_ascii(const IverImaEntry *e, char **ret, size_t *ret_len) {

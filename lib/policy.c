@@ -97,15 +97,6 @@ static int val_push(Parser *ps, uint8_t c, bool escaped, unsigned column) {
         return 0;
 }
 
-static int hexval(uint8_t c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
 
 /* Decode one backslash escape at s[*i] (the backslash). */
 static int decode_escape(Parser *ps, const uint8_t *s, size_t n, size_t *i) {
@@ -123,8 +114,8 @@ static int decode_escape(Parser *ps, const uint8_t *s, size_t n, size_t *i) {
         case 't': out = '\t'; break;
         case 'r': out = '\r'; break;
         case 'x': {
-                int hi = *i + 2 < n ? hexval(s[*i + 2]) : -1;
-                int lo = *i + 3 < n ? hexval(s[*i + 3]) : -1;
+                int hi = *i + 2 < n ? iver_unhexchar(s[*i + 2]) : -1;
+                int lo = *i + 3 < n ? iver_unhexchar(s[*i + 3]) : -1;
                 if (hi < 0 || lo < 0) {
                         error(ps, column, "'\\x' not followed by two hex digits, expected \\xHH");
                         return -EINVAL;
@@ -251,7 +242,7 @@ static int parse_fstype(Parser *ps, IverRule *r, const Value *v) {
                 char *end;
                 errno = 0;
                 unsigned long long x = strtoull(s + 2, &end, 16);
-                if (errno == 0 && !*end && x > 0 && x <= UINT32_MAX && hexval((uint8_t) s[2]) >= 0)
+                if (errno == 0 && !*end && x > 0 && x <= UINT32_MAX && iver_unhexchar((uint8_t) s[2]) >= 0)
                         m = x;
         }
         if (m == 0) {

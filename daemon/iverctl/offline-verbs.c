@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 
 #include "iver/imalog.h"
+#include "iver/digest.h"
 #include "iver/policy.h"
 #include "iver/tpm.h"
 #include "iverctl.h"
@@ -58,15 +59,8 @@ static int read_nonce_file(const char *dir, uint8_t *nonce, size_t max, size_t *
                 hex = buf;
         }
         size_t n = strlen(hex);
-        if (n == 0 || n % 2 || n / 2 > max)
+        if (n == 0 || iver_hex_decode(hex, n, nonce, max, ret_len) < 0)
                 return -1;
-        for (size_t i = 0; i < n / 2; i++) {
-                unsigned v;
-                if (sscanf(hex + 2 * i, "%2x", &v) != 1)
-                        return -1;
-                nonce[i] = (uint8_t) v;
-        }
-        *ret_len = n / 2;
         return 0;
 }
 

@@ -388,26 +388,12 @@ void evidence_entries_for(const Evidence *e, const char *path, json_object *arra
         }
 }
 
-static int unhex(const char *s, uint8_t *out, size_t max, size_t *ret_len) {
-        size_t n = strlen(s);
-        if (n == 0 || n % 2 || n / 2 > max)
-                return -EINVAL;
-        for (size_t i = 0; i < n / 2; i++) {
-                unsigned v;
-                if (sscanf(s + 2 * i, "%2x", &v) != 1)
-                        return -EINVAL;
-                out[i] = (uint8_t) v;
-        }
-        *ret_len = n / 2;
-        return 0;
-}
-
 int evidence_quote(Evidence *e, json_object *req, json_object *reply, char **ret_error) {
         json_object *v;
         uint8_t nonce[64];
         size_t nonce_len;
         if (!json_object_object_get_ex(req, "nonce", &v) || !json_object_is_type(v, json_type_string) ||
-            unhex(json_object_get_string(v), nonce, sizeof(nonce), &nonce_len) < 0) {
+            iver_hex_decode(json_object_get_string(v), strlen(json_object_get_string(v)), nonce, sizeof(nonce), &nonce_len) < 0 || nonce_len == 0) {
                 *ret_error = strdup("nonce must be 1..64 bytes as hex");
                 return -EINVAL;
         }

@@ -32,5 +32,12 @@ size_t iver_hash_algo_size(IverHashAlgo a);
 bool iver_hash_algo_available(IverHashAlgo a);
 
 bool iver_digest_equal(const IverDigest *a, const IverDigest *b);
+/* Decode exactly len hex characters (either case, nothing else) into len/2
+ * bytes of out (room for max). -EINVAL for an odd length, a non-hex
+ * character or more than max bytes. */
+int iver_hex_decode(const char *hex, size_t len, uint8_t *out, size_t max, size_t *ret_len);
+/* Value of one hex digit, -1 if c is not one. */
+int iver_unhexchar(int c);
+
 /* Lower-case hex into buf (at least 2*IVER_DIGEST_MAX+1 bytes). Returns buf. */
 char *iver_digest_to_hex(const IverDigest *d, char *buf);
