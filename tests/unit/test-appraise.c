@@ -18,6 +18,7 @@
 #include <openssl/evp.h>
 
 #include "iver/appraise.h"
+#include "check-run.h"
 
 static char dir[] = "/tmp/test-appraise-XXXXXX";
 /* Per process: other build trees may run this test at the same time. */
@@ -626,11 +627,8 @@ int main(void) {
         tcase_add_test(tc, test_pem_files);
         tcase_add_test(tc, test_kernel_keyring);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int r = iver_run_suite(s);
         kernel_cleanup();
         run("rm -rf %s", dir);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return r;
 }

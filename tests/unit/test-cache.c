@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "iver/cache.h"
+#include "check-run.h"
 
 static IverEntry mkentry(uint32_t dev, uint64_t ino, uint64_t gen, uint8_t seed) {
         IverEntry e = {
@@ -194,9 +195,5 @@ int main(void) {
         tcase_add_test(tc, test_touch);
         tcase_add_test(tc, test_million);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return iver_run_suite(s);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "iver/check.h"
+#include "check-run.h"
 
 static char dir[] = "/tmp/iver-test-check-XXXXXX";
 static char path[600];
@@ -221,9 +222,5 @@ int main(void) {
         tcase_add_checked_fixture(tc, setup_coarse, teardown);
         tcase_add_test(tc, test_racy_guard_coarse);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return iver_run_suite(s);
 }

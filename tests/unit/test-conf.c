@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "iver/conf.h"
+#include "check-run.h"
 
 static void apply_ok(IverConf *c, const char *text) {
         IverConfError e = {};
@@ -246,9 +247,5 @@ int main(void) {
         tcase_add_test(tc, test_enum_names);
         suite_add_tcase(s, tc);
 
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return iver_run_suite(s);
 }

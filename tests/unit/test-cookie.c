@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "iver/cookie.h"
+#include "check-run.h"
 
 static IverStat mkstat(int64_t ctime, int64_t mtime, uint64_t size, uint64_t version) {
         return (IverStat) { .ctime = ctime, .mtime = mtime, .size = size, .ino_version = version,
@@ -239,9 +240,5 @@ int main(void) {
         tcase_add_test(tc, test_seed_abi_parse);
         tcase_add_test(tc, test_table_choice);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return iver_run_suite(s);
 }

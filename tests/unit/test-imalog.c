@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 
 #include "iver/imalog.h"
+#include "check-run.h"
 
 /* Real kernel output. LKML ("ima: digest cache" series, ima-ng, PCR 11):
  *   11 50b5a68bea0776a84eef6725f17ce474756e51c0 ima-ng sha256:15e1efee…d3884f0 /root/cat
@@ -747,9 +748,5 @@ static Suite *imalog_suite(void) {
 }
 
 int main(void) {
-        SRunner *sr = srunner_create(imalog_suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return iver_run_suite(imalog_suite());
 }

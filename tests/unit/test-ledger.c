@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "iver/ledger.h"
+#include "check-run.h"
 
 enum { F_ATIME = 1, F_MTIME = 2, F_CTIME = 4, F_SIZE = 8 };
 
@@ -166,9 +167,5 @@ int main(void) {
         tcase_add_test(tc, test_mtime_shadow_sticks);
         tcase_add_test(tc, test_top_n);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return iver_run_suite(s);
 }

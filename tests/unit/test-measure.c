@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "iver/measure.h"
+#include "check-run.h"
 
 static char dir[] = "/tmp/iver-test-measure-XXXXXX";
 static char path[600];
@@ -211,9 +212,5 @@ int main(void) {
         tcase_add_test(tc, test_sigio_default_no_lease);
         tcase_add_test(tc, test_writer_during_hash_breaks_lease);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return iver_run_suite(s);
 }

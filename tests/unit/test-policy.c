@@ -14,6 +14,7 @@
 
 #include "iver/policy.h"
 #include "policy-internal.h"
+#include "check-run.h"
 
 static IverPolicy *load_ok(const char *text) {
         IverPolicyDiags d = {};
@@ -849,9 +850,5 @@ int main(void) {
         tcase_add_test(tc, test_index_equals_linear_scan);
         suite_add_tcase(s, tc);
 
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return iver_run_suite(s);
 }

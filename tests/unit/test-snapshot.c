@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "iver/snapshot.h"
+#include "check-run.h"
 
 static const uint8_t boot[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 static const uint8_t key[32] = { 0x42 };
@@ -171,9 +172,5 @@ int main(void) {
         tcase_add_test(tc, test_kernel_keyring);
         tcase_add_test(tc, test_file_roundtrip);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return iver_run_suite(s);
 }
