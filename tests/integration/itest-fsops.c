@@ -28,6 +28,7 @@
 #include <openssl/evp.h>
 
 #include "iver/iver.h"
+#include "itest-util.h"
 
 #define FILE_SIZE (256 * 1024)
 #define REUSE_TRIES 256
@@ -120,43 +121,6 @@ static int make_file(const char *path, unsigned seed, size_t size) {
         return r;
 }
 
-/* Independent SHA-256 of the file's bytes (O_NOATIME: the test's own reads
- * must not look like a user's read to the atime heuristic). */
-static int sha256_file(const char *path, uint8_t out[32]) {
-        static uint8_t buf[1 << 20];
-        EVP_MD_CTX *md;
-        unsigned len = 0;
-        int fd, r = 0;
-
-        fd = open(path, O_RDONLY | O_NOATIME | O_CLOEXEC);
-        if (fd < 0 && errno == EPERM)
-                fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        md = EVP_MD_CTX_new();
-        if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-                r = -ENOMEM;
-                goto out;
-        }
-        for (;;) {
-                ssize_t k = read(fd, buf, sizeof buf);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        r = -errno;
-                        goto out;
-                }
-                if (k == 0)
-                        break;
-                EVP_DigestUpdate(md, buf, (size_t) k);
-        }
-        if (EVP_DigestFinal_ex(md, out, &len) != 1 || len != 32)
-                r = -EIO;
-out:
-        EVP_MD_CTX_free(md);
-        close(fd);
-        return r;
-}
 
 static void hex(const uint8_t *b, size_t n, char *out) {
         for (size_t i = 0; i < n; i++)

@@ -44,6 +44,7 @@
 #include <openssl/evp.h>
 
 #include "iver/iver.h"
+#include "itest-util.h"
 
 #define FILE_SIZE (64ULL << 20)
 #define CHUNK (4U << 20)
@@ -324,43 +325,6 @@ out:
         _exit(0);
 }
 
-/* ---- verification ---------------------------------------------------- */
-
-static int sha256_file(const char *p, uint8_t out[32]) {
-        static uint8_t buf[1 << 20];
-        EVP_MD_CTX *md;
-        unsigned len = 0;
-        int fd, r = 0;
-
-        fd = open(p, O_RDONLY | O_NOATIME | O_CLOEXEC);
-        if (fd < 0 && errno == EPERM)
-                fd = open(p, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        md = EVP_MD_CTX_new();
-        if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-                r = -ENOMEM;
-                goto out;
-        }
-        for (;;) {
-                ssize_t k = read(fd, buf, sizeof buf);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        r = -errno;
-                        goto out;
-                }
-                if (k == 0)
-                        break;
-                EVP_DigestUpdate(md, buf, (size_t) k);
-        }
-        if (EVP_DigestFinal_ex(md, out, &len) != 1 || len != 32)
-                r = -EIO;
-out:
-        EVP_MD_CTX_free(md);
-        close(fd);
-        return r;
-}
 
 static bool digest_is(const IverDigest *d, const uint8_t ref[32]) {
         return d->algo == IVER_HASH_SHA256 && d->len == 32 && memcmp(d->bytes, ref, 32) == 0;
