@@ -2,9 +2,10 @@
 # Set up and run every test: installs packages, builds with -Werror, runs ctest
 # (unit tests, then integration tests on loop-mounted ext4/xfs/btrfs, tmpfs,
 # swtpm, a real systemd in nspawn, auditd, the node exporter), then the unit
-# and integration tests again under ASan+UBSan (scripts/test-sanitize.sh).
+# and integration tests again under ASan+UBSan (scripts/test-sanitize.sh), and
+# every fuzz target over its corpus.
 # Needs root (loop devices, mounts, leases on any file).
-#   IVER_SKIP_SANITIZE=1   only the normal build
+#   IVER_SKIP_SANITIZE=1, IVER_SKIP_FUZZ=1   leave those stages out
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -12,6 +13,12 @@ BUILD=${IVER_BUILD:-build-ci}
 cmake -S . -B "$BUILD" -DIVER_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
 ctest --test-dir "$BUILD" --output-on-failure -j1 "$@"
+if [ -z "${IVER_SKIP_FUZZ:-}" ]; then
+        # every libFuzzer target over its committed corpus: a regression run
+        CC=clang cmake -S . -B build-fuzz-ci -DIVER_FUZZ=ON -DIVER_SANITIZE=ON >/dev/null
+        cmake --build build-fuzz-ci -j"$(nproc)" >/dev/null
+        ctest --test-dir build-fuzz-ci --output-on-failure -L fuzz
+fi
 if [ -z "${IVER_SKIP_SANITIZE:-}" ]; then
         # Under ASan the long load and packaging tests would push CI past its
         # time budget; they run in the normal build above. test-service is out
