@@ -479,6 +479,19 @@ int iver_tpm_quote(IverTpm *t, uint32_t pcr_mask, unsigned bank_mask, const uint
 
                 rc = Esys_Quote(t->esys, t->ak, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &qualifying,
                                 &scheme, &sel, &attest, &sig);
+                if ((rc & 0xfff) == (TPM2_RC_REFERENCE_H0 & 0xfff) && attempt == 0) {
+                        /* The TPM lost its transient objects (restarted, or a
+                         * resource manager flushed them) while our connection
+                         * lived on: forget the stale AK, make it again, retry. */
+                        (void) Esys_TR_Close(t->esys, &t->ak);
+                        t->ak = ESYS_TR_NONE;
+                        Esys_Free(t->ak_public);
+                        t->ak_public = NULL;
+                        int r2 = iver_tpm_ak_load(t);
+                        if (r2 < 0)
+                                return r2;
+                        continue;
+                }
                 if (rc != TSS2_RC_SUCCESS)
                         return tss_error(t, rc, "Quote");
                 free(q->msg);
