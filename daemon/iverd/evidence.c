@@ -17,6 +17,7 @@
 #define EXTEND_BATCH 64
 #define RECONNECT_USEC (2ULL * 1000000ULL)
 #define STAGE_MAX 256
+#define HEALTH_USEC (1ULL * 1000000ULL)
 #define RELIST_USEC (5ULL * 1000000ULL)
 #define KERNEL_IMA_LIST "/sys/kernel/security/ima/ascii_runtime_measurements"
 
@@ -31,13 +32,17 @@ struct Evidence {
         bool list_failing;         /* last append failed: nothing is extended that is not in the list */
         uint64_t list_failures, extend_failures, duplicates;
         int last_list_error;
-        sd_event_source *drain, *retry, *relist;
+        IverDigest expected;       /* what PCR pcr's sha256 bank should hold after `extended` entries */
+        bool expected_valid;
+        uint64_t resets_seen;
+        sd_event_source *drain, *retry, *relist, *health;
         /* entries of this loop iteration, written with one fdatasync (evidence_flush) */
         IverImaEntry *staged[STAGE_MAX];
         size_t n_staged;
 };
 
 static int on_drain(sd_event_source *s, void *userdata);
+static int on_health(sd_event_source *s, uint64_t usec, void *userdata);
 static int on_relist(sd_event_source *s, uint64_t usec, void *userdata);
 
 /* PCR 10 is kernel IMA's: take it only where the kernel keeps no list of its own. */
@@ -83,6 +88,7 @@ static void sync_with_pcr(Evidence *e) {
         }
         e->desynced = false;
         e->extended = prefix;
+        e->expected_valid = iver_imalog_replay(e->log, prefix, e->pcr, IVER_HASH_SHA256, &e->expected) >= 0;
         if (prefix < iver_imalog_size(e->log))
                 log_notice("PCR %u holds %zu of %zu list entries: extending the rest", e->pcr, prefix,
                            iver_imalog_size(e->log));
@@ -134,7 +140,8 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
                 log_error_errno(r, "Bad TPM setting '%s': %m", conf->tpm_tcti ?: "none");
                 goto fail;
         }
-        if ((r = sd_event_add_time_relative(m->event, &e->relist, CLOCK_MONOTONIC, RELIST_USEC, 0, on_relist, e)) < 0 ||
+        if ((r = sd_event_add_time_relative(m->event, &e->health, CLOCK_MONOTONIC, HEALTH_USEC, 0, on_health, e)) < 0 ||
+            (r = sd_event_add_time_relative(m->event, &e->relist, CLOCK_MONOTONIC, RELIST_USEC, 0, on_relist, e)) < 0 ||
             (r = sd_event_add_defer(m->event, &e->drain, on_drain, e)) < 0 ||
             (r = sd_event_add_time_relative(m->event, &e->retry, CLOCK_MONOTONIC, RECONNECT_USEC, 0, on_retry, e)) < 0)
                 goto fail;
@@ -162,6 +169,7 @@ Evidence *evidence_free(Evidence *e) {
         sd_event_source_disable_unref(e->drain);
         sd_event_source_disable_unref(e->retry);
         sd_event_source_disable_unref(e->relist);
+        sd_event_source_disable_unref(e->health);
         iver_tpm_free(e->tpm);
         iver_imalog_file_free(e->file);
         iver_imalog_free(e->log);
@@ -188,6 +196,50 @@ static int extend_one(Evidence *e, const IverImaEntry *ent) {
         return iver_tpm_extend(e->tpm, ent->pcr, d, n);
 }
 
+/* Keep the expected sha256 value of our PCR in step with the extends, so a
+ * one-PCR read can tell whether the TPM was reset (or someone else extended
+ * it) behind a live connection. */
+static void advance_expected(Evidence *e, const IverImaEntry *ent) {
+        IverDigest d;
+        uint8_t buf[64];
+        unsigned len = 0;
+        if (!e->expected_valid || ent->pcr != e->pcr)
+                return;
+        if (iver_imalog_entry_bank_digest(ent, IVER_HASH_SHA256, &d) < 0 || d.len != 32) {
+                e->expected_valid = false;
+                return;
+        }
+        memcpy(buf, e->expected.bytes, 32);
+        memcpy(buf + 32, d.bytes, 32);
+        if (EVP_Digest(buf, sizeof(buf), e->expected.bytes, &len, EVP_sha256(), NULL) != 1)
+                e->expected_valid = false;
+}
+
+/* Read our PCR; if it is not what the extends so far should give, find
+ * again how far the PCR got (sync_with_pcr) and extend the rest. */
+static void check_pcr(Evidence *e) {
+        IverDigest now;
+        if (iver_tpm_is_none(e->tpm) || !iver_tpm_is_connected(e->tpm) || e->desynced || !e->expected_valid ||
+            !(iver_tpm_banks(e->tpm) & IVER_TPM_BANK(IVER_HASH_SHA256)))
+                return;
+        if (iver_tpm_pcr_read(e->tpm, e->pcr, IVER_HASH_SHA256, &now) < 0 || now.len != 32)
+                return;
+        if (memcmp(now.bytes, e->expected.bytes, 32) == 0)
+                return;
+        e->resets_seen++;
+        log_warning("PCR %u does not hold what iverd extended (TPM reset, or another extender): resyncing", e->pcr);
+        sync_with_pcr(e);
+        (void) sd_event_source_set_enabled(e->drain, SD_EVENT_ONESHOT);
+}
+
+static int on_health(sd_event_source *s, uint64_t usec, void *userdata) {
+        Evidence *e = userdata;
+        check_pcr(e);
+        (void) sd_event_source_set_time_relative(s, HEALTH_USEC);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
 static int on_drain(sd_event_source *s, void *userdata) {
         Evidence *e = userdata;
         if (iver_tpm_is_none(e->tpm) || !iver_tpm_is_connected(e->tpm) || e->desynced)
@@ -203,6 +255,7 @@ static int on_drain(sd_event_source *s, void *userdata) {
                         (void) sd_event_source_set_enabled(e->retry, SD_EVENT_ONESHOT);
                         return 0;
                 }
+                advance_expected(e, iver_imalog_get(e->log, e->extended));
                 e->extended++;
         }
         if (e->extended < iver_imalog_size(e->log))
@@ -311,6 +364,7 @@ void evidence_status(const Evidence *e, json_object *o) {
         json_object_object_add(o, "list_failing", json_object_new_boolean(e->list_failing));
         json_object_object_add(o, "list_failures", json_object_new_uint64(e->list_failures));
         json_object_object_add(o, "extend_failures", json_object_new_uint64(e->extend_failures));
+        json_object_object_add(o, "pcr_resyncs", json_object_new_uint64(e->resets_seen));
 }
 
 static json_object *base64(const uint8_t *p, size_t len) {
@@ -400,6 +454,11 @@ int evidence_quote(Evidence *e, json_object *req, json_object *reply, char **ret
         if (iver_tpm_is_none(e->tpm) || !iver_tpm_is_connected(e->tpm)) {
                 *ret_error = strdup(iver_tpm_is_none(e->tpm) ? "no TPM configured" : "TPM not available");
                 return -ENODEV;
+        }
+        check_pcr(e);
+        if (evidence_pending(e)) {
+                *ret_error = strdup("the PCR is being brought up to date with the list (TPM reset?); settle and retry");
+                return -EAGAIN;
         }
         unsigned banks = iver_tpm_banks(e->tpm) & (IVER_TPM_BANK(IVER_HASH_SHA1) | IVER_TPM_BANK(IVER_HASH_SHA256));
         _cleanup_(iver_tpm_quote_freep) IverTpmQuote *q = NULL;
