@@ -81,22 +81,6 @@ static void fill(uint8_t *buf, size_t n, unsigned seed) {
         }
 }
 
-static int write_all(int fd, const void *buf, size_t n, off_t off) {
-        const uint8_t *p = buf;
-        while (n > 0) {
-                ssize_t k = pwrite(fd, p, n, off);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += k;
-                n -= (size_t) k;
-                off += k;
-        }
-        return 0;
-}
-
 /* A fresh file of FILE_SIZE bytes, fsynced, atime = mtime = t0. */
 static int make_file(const char *path, unsigned seed, size_t size) {
         uint8_t *buf = malloc(size);

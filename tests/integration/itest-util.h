@@ -44,3 +44,20 @@ out:
         close(fd);
         return r;
 }
+
+/* pwrite all of buf at off, retrying short writes and EINTR. */
+static inline int write_all(int fd, const void *buf, size_t n, off_t off) {
+        const uint8_t *p = buf;
+        while (n > 0) {
+                ssize_t k = pwrite(fd, p, n, off);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += k;
+                n -= (size_t) k;
+                off += k;
+        }
+        return 0;
+}

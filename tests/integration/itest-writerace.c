@@ -109,22 +109,6 @@ static int64_t now_ns(void) {
         return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static int write_all(int fd, const void *buf, size_t n, off_t off) {
-        const uint8_t *p = buf;
-        while (n > 0) {
-                ssize_t k = pwrite(fd, p, n, off);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += k;
-                n -= (size_t) k;
-                off += k;
-        }
-        return 0;
-}
-
 static void stamp(uint8_t *buf, uint64_t round) {
         memset(buf, (round & 1) ? 0xAA : 0x55, CHUNK);
         for (unsigned c = 0; c < CHUNK; c += 4096)
