@@ -347,6 +347,20 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
         return 0;
 }
 
+int evidence_record_violation(Evidence *e, const char *path, const IverPolicyDecision *d, IverHashAlgo algo) {
+        IverImaEntry *ent = NULL;
+        IverImaTemplate t = d && d->template_ >= 0 ? d->template_ : IVER_IMA_TEMPLATE_NG;
+        unsigned pcr = d && d->pcr >= 0 ? (unsigned) d->pcr : e->pcr;
+        int r = iver_imalog_entry_new_violation(t, pcr, algo, path, strlen(path), 0, &ent);
+        if (r < 0)
+                return log_error_errno(r, "Cannot build a violation entry for %s: %m", path);
+        /* never deduplicated: the kernel records every violation */
+        if (e->n_staged == STAGE_MAX)
+                (void) evidence_flush(e);
+        e->staged[e->n_staged++] = ent;
+        return 0;
+}
+
 void evidence_status(const Evidence *e, json_object *o) {
         if (!e)
                 return;

@@ -19,6 +19,13 @@ Evidence *evidence_free(Evidence *e);
  * evidence_flush() writes it ahead of its extend. */
 int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
                     const uint8_t *sig, size_t sig_len);
+/* A violation entry for path, as kernel IMA's ima_add_violation() writes it
+ * (open_writers, ToMToU, executed before measured…): an all-zero template
+ * digest in the list, all-0xFF extended into every bank. Never deduplicated.
+ * The cause goes to the journal and audit (the caller's log_violation()), not
+ * into the entry, as in the kernel. d: the deciding measure rule (pcr=,
+ * template=), or NULL; algo: the d-ng algorithm name recorded. */
+int evidence_record_violation(Evidence *e, const char *path, const IverPolicyDecision *d, IverHashAlgo algo);
 /* Write what evidence_record() staged: one write and one fdatasync for the
  * batch, then the entries join the list and may be extended. */
 int evidence_flush(Evidence *e);
