@@ -165,10 +165,8 @@ static int entry_build(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo
         put_le32(p, path_len + 1);
         p += 4;
         memcpy(p, path, path_len);
-        if (flags & IVER_IMA_KERNEL_SPACES)
-                for (size_t i = 0; i < path_len; i++)
-                        if (p[i] == ' ')
-                                p[i] = '_';
+        if (!(flags & IVER_IMA_NAME_RAW))
+                iver_imalog_name_kernel_form((char *) p, path_len);
         p += path_len + 1;                              /* NUL from calloc */
 
         if (template == IVER_IMA_TEMPLATE_SIG) {
@@ -486,7 +484,8 @@ int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **re
 
         bool violation = all_zero(tdigest, sizeof(tdigest));
         _cleanup_(iver_imalog_entry_freep) IverImaEntry *e = NULL;
-        r = entry_build(t, pcr, algo, digest, dlen, path, path_end - path, sig, sig_len, 0, violation, &e);
+        r = entry_build(t, pcr, algo, digest, dlen, path, path_end - path, sig, sig_len, IVER_IMA_NAME_RAW, violation,
+                        &e);
         if (r == -E2BIG)
                 return -EBADMSG;
         if (r < 0)

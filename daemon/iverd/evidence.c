@@ -332,8 +332,8 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
         IverImaTemplate t = d && d->template_ >= 0 ? d->template_ : IVER_IMA_TEMPLATE_NG;
         unsigned pcr = d && d->pcr >= 0 ? (unsigned) d->pcr : e->pcr;
         int r = iver_imalog_entry_new(t, pcr, o->digest.algo, o->digest.bytes, o->digest.len, path, strlen(path),
-                                      t == IVER_IMA_TEMPLATE_SIG ? sig : NULL, t == IVER_IMA_TEMPLATE_SIG ? sig_len : 0, 0,
-                                      &ent);
+                                      t == IVER_IMA_TEMPLATE_SIG ? sig : NULL, t == IVER_IMA_TEMPLATE_SIG ? sig_len : 0,
+                                      0 /* kernel form of the name */, &ent);
         if (r < 0)
                 return log_error_errno(r, "Cannot build a list entry for %s: %m", path);
         if (iver_imalog_contains(e->log, ent) || staged_contains(e, ent)) {
@@ -351,7 +351,7 @@ int evidence_record_violation(Evidence *e, const char *path, const IverPolicyDec
         IverImaEntry *ent = NULL;
         IverImaTemplate t = d && d->template_ >= 0 ? d->template_ : IVER_IMA_TEMPLATE_NG;
         unsigned pcr = d && d->pcr >= 0 ? (unsigned) d->pcr : e->pcr;
-        int r = iver_imalog_entry_new_violation(t, pcr, algo, path, strlen(path), 0, &ent);
+        int r = iver_imalog_entry_new_violation(t, pcr, algo, path, strlen(path), 0 /* kernel form */, &ent);
         if (r < 0)
                 return log_error_errno(r, "Cannot build a violation entry for %s: %m", path);
         /* never deduplicated: the kernel records every violation */
@@ -445,7 +445,7 @@ void evidence_entries_for(const Evidence *e, const char *path, json_object *arra
                 const IverImaEntry *ent = iver_imalog_get(e->log, i);
                 char *line = NULL;
                 size_t len;
-                if (strcmp(ent->path, path) != 0 || iver_imalog_entry_to_ascii(ent, &line, &len) < 0)
+                if (!iver_imalog_entry_names(ent, path, strlen(path)) || iver_imalog_entry_to_ascii(ent, &line, &len) < 0)
                         continue;
                 json_object *o = json_object_new_object();
                 json_object_object_add(o, "index", json_object_new_uint64(i));

@@ -25,18 +25,35 @@
  * for ima-sig the separator before the signature is always printed, so an
  * entry without a signature ends in "<path> \n".
  *
- * Deliberate difference from the kernel: ima_write_template_field_data()
- * replaces ' ' with '_' in the name it stores; we store the path bytes as
- * given (unless IVER_IMA_KERNEL_SPACES is passed) so that any name
- * round-trips. Both are valid lists: verifiers hash template_data as stored.
+ * Names: the kernel form, extended. ima_write_template_field_data() stores
+ * a name with every ' ' replaced by '_' (in the template data itself, so the
+ * binary list, the template digest and the ASCII line agree). We store every
+ * name so that no name can break a line-based reader of the list: each byte
+ * that is a space, a tab, '\n', '\r', any other C0 control or DEL becomes
+ * '_', and so does each byte that is not part of valid (strict) UTF-8. A valid
+ * multi-byte UTF-8 character is kept, except those a reader may split or strip
+ * on or that change how a terminal shows the line: the C1 controls U+0080..
+ * U+009F (U+0085 is a line break for Python's splitlines()), the Unicode white
+ * space of Python's str.split()/strip() (U+00A0, U+1680, U+2000..U+200A,
+ * U+202F, U+205F, U+3000), U+2028/U+2029 and the bidirectional controls
+ * (U+200E, U+200F, U+202A..U+202E, U+2066..U+2069); each of their bytes
+ * becomes '_'. So the stored name has the path's length, is valid UTF-8, holds
+ * no byte below 0x21 and no DEL, and a line ends at its one '\n': the ASCII
+ * list is split by " " (ima-ng: split(" ", 4); ima-sig: the signature after
+ * the last " ") and by "\n" without ambiguity, and a name cannot forge a line.
+ * The form loses information: "a b" and "a_b" are both listed as "a_b" (as
+ * with the kernel); a verifier's allowlist must hold names in this form
+ * (`iverctl policy export --keylime` does). Printable ASCII names without a
+ * space are stored unchanged, byte for byte what the kernel stores.
  *
- * What round-trips: binary — every path (any byte but NUL), every signature.
- * ASCII — like the kernel we print the path raw (%s): paths with spaces
- * round-trip (the path ends at the last field separator), paths containing
- * '\n' do not: the kernel prints the raw byte and so do we; the ASCII parser
- * then rejects the broken line (its template digest does not match the
- * fragment), so such a list cannot be read back from ASCII but cannot be
- * forged through it either. Use the binary list for anything that matters. */
+ * IVER_IMA_NAME_RAW stores the bytes as given instead (any byte but NUL): the
+ * parsers use it, since a list read back keeps the names it holds (a kernel
+ * list holds tabs and newlines raw), and tests that need exact round trips.
+ *
+ * What round-trips: binary — every stored name, every signature. ASCII — every
+ * name in the kernel form. A raw name holding '\n' does not: the line breaks
+ * and the ASCII parser rejects the broken fragments (their template digest
+ * does not match), so a raw list cannot be read back from ASCII. */
 
 #define IVER_IMA_TEMPLATE_DIGEST_SIZE 20   /* SHA-1, as the list stores it */
 #define IVER_IMA_NAME_MAX 255              /* template name length we accept */
@@ -56,9 +73,18 @@ typedef enum IverImaTemplate {
 } IverImaTemplate;
 
 enum {
-        /* Replace ' ' with '_' in the stored name, as the kernel does. */
-        IVER_IMA_KERNEL_SPACES = 1 << 0,
+        /* Store the name bytes as given, not in the kernel form (see above). */
+        IVER_IMA_NAME_RAW = 1 << 0,
 };
+
+/* ---- lib/imalog-name.c: the kernel form of a name ---- */
+
+/* Rewrite name (len bytes, any byte but NUL) in place into the kernel form
+ * described above; the length does not change. */
+void iver_imalog_name_kernel_form(char *name, size_t len);
+/* Whether name is already in the kernel form (iver_imalog_name_kernel_form
+ * would not change it). */
+bool iver_imalog_name_is_kernel_form(const char *name, size_t len);
 
 const char *iver_imalog_template_to_string(IverImaTemplate t);
 IverImaTemplate iver_imalog_template_from_string(const char *s);
@@ -82,7 +108,8 @@ typedef struct IverImaEntry {
 } IverImaEntry;
 
 /* Build an entry from a file digest (algo, digest of that algorithm's size),
- * a path (path_len bytes, no NUL inside) and, for ima-sig, the file's
+ * a path (path_len bytes, no NUL inside; stored in the kernel form unless
+ * flags holds IVER_IMA_NAME_RAW) and, for ima-sig, the file's
  * security.ima value: stored only when it is a signature (type 0x03
  * EVM_IMA_XATTR_DIGSIG or 0x06 IMA_VERITY_DIGSIG), else the field is empty,
  * as the kernel's ima_eventsig_init does. Computes the SHA-1 template digest. */
@@ -97,6 +124,9 @@ int iver_imalog_entry_new_violation(IverImaTemplate template, uint32_t pcr, Iver
                                  const char *path, size_t path_len, unsigned flags,
                                  IverImaEntry **ret);
 IverImaEntry *iver_imalog_entry_free(IverImaEntry *e);
+/* Whether e is an entry for path: its name is path's kernel form (or, for a
+ * list written with raw names, path itself). */
+bool iver_imalog_entry_names(const IverImaEntry *e, const char *path, size_t len);
 static inline void iver_imalog_entry_freep(IverImaEntry **e) {
         if (*e)
                 *e = iver_imalog_entry_free(*e);
@@ -123,7 +153,8 @@ int iver_imalog_entry_from_binary(const uint8_t *buf, size_t size, IverImaEntry 
 int iver_imalog_entry_binary_extent(const uint8_t *buf, size_t size, size_t *ret);
 
 /* ASCII line with the trailing '\n', NUL-terminated (ret_len excludes the NUL).
- * The path is printed raw, as the kernel does (see above for '\n'). */
+ * The stored name is printed as it is, as the kernel does (see above for a
+ * raw name holding '\n'). */
 int iver_imalog_entry_to_ascii(const IverImaEntry *e, char **ret, size_t *ret_len);
 /* Parse one line (with or without its '\n'); checks the template digest.
  * Leading spaces before the PCR are allowed ("%2d"). -EBADMSG on bad syntax. */

@@ -41,7 +41,7 @@ static IverImaEntry *entry(IverImaTemplate t, uint32_t pcr, IverHashAlgo algo, c
                 digest[i] = (uint8_t) (i * 7 + strlen(path));
         IverImaEntry *e = NULL;
         int r = iver_imalog_entry_new(t, pcr, algo, digest, iver_hash_algo_size(algo), path, strlen(path), sig, sig_len,
-                                      0, &e);
+                                      IVER_IMA_NAME_RAW, &e);
         if (r < 0)
                 die("entry", r);
         return e;

@@ -201,7 +201,7 @@ START_TEST(test_ima_sig_with_signature) {
         for (size_t i = 2; i < sizeof(sig); i++)
                 sig[i] = (uint8_t) i;
         ck_assert_int_eq(iver_imalog_entry_new(IVER_IMA_TEMPLATE_SIG, 10, IVER_HASH_SHA256, digest, 32, "/bin/a b", 8,
-                                               sig, sizeof(sig), 0, &e), 0);
+                                               sig, sizeof(sig), IVER_IMA_NAME_RAW, &e), 0); /* a raw name: read back by the last space */
         size_t tl = hand_template_data(td, "sha256", digest, 32, "/bin/a b", 8, true, sig, sizeof(sig));
         ck_assert_uint_eq(e->template_data_len, tl);
         ck_assert_mem_eq(e->template_data, td, tl);
@@ -261,7 +261,7 @@ START_TEST(test_weird_names_roundtrip) {
                         int n;
 
                         ck_assert_int_eq(iver_imalog_entry_new(t, 23, IVER_HASH_SHA384, digest, 48, weird[i].s,
-                                                               weird[i].n, NULL, 0, 0, &e), 0);
+                                                               weird[i].n, NULL, 0, IVER_IMA_NAME_RAW, &e), 0);
                         ck_assert_uint_eq(e->path_len, weird[i].n);
                         ck_assert_mem_eq(e->path, weird[i].s, weird[i].n);
 
@@ -300,14 +300,113 @@ START_TEST(test_weird_names_roundtrip) {
 }
 END_TEST
 
-START_TEST(test_kernel_spaces) {
-        uint8_t digest[20] = { 1 };
-        IverImaEntry *e = NULL;
+/* The kernel form: what becomes '_' and what is kept. */
+static const struct { const char *in, *out; } kform[] = {
+        { "/a b c", "/a_b_c" },                                 /* the kernel's own rule */
+        { "/t\tn\nr\rz", "/t_n_r_z" },
+        { "/esc\x1b[31mred", "/esc_[31mred" },
+        { "/del\x7f" "x", "/del_x" },
+        { "/bad\xff\xfe\x80", "/bad___" },
+        { "/over\xc0\xaf", "/over__" },                         /* overlong '/' */
+        { "/surr\xed\xa0\x80", "/surr___" },                    /* U+D800 */
+        { "/cut\xe2\x82", "/cut__" },                           /* truncated sequence */
+        { "/caf\xc3\xa9 \xe2\x82\xac\xf0\x9f\x98\x80", "/caf\xc3\xa9_\xe2\x82\xac\xf0\x9f\x98\x80" }, /* é € 😀 kept */
+        { "/nel\xc2\x85" "c1\xc2\x9b" "x", "/nel__c1__x" },     /* U+0085, U+009B (CSI) */
+        { "/ls\xe2\x80\xa8" "ps\xe2\x80\xa9" "nb\xc2\xa0", "/ls___ps___nb__" },
+        { "/bidi\xe2\x80\xae" "txt", "/bidi___txt" },           /* U+202E */
+        { "/ideo\xe3\x80\x80" "x", "/ideo___x" },               /* U+3000 */
+        { "/usr/bin/plain-name_1.2", "/usr/bin/plain-name_1.2" },
+};
 
-        ck_assert_int_eq(iver_imalog_entry_new(IVER_IMA_TEMPLATE_NG, 10, IVER_HASH_SHA1, digest, 20, "/a b c", 6, NULL,
-                                               0, IVER_IMA_KERNEL_SPACES, &e), 0);
-        ck_assert_str_eq(e->path, "/a_b_c");
+START_TEST(test_kernel_form) {
+        uint8_t digest[32] = { 7 };
+
+        for (size_t i = 0; i < sizeof(kform) / sizeof(kform[0]); i++) {
+                size_t n = strlen(kform[i].in);
+                char buf[64];
+                ck_assert_uint_eq(strlen(kform[i].out), n);
+                memcpy(buf, kform[i].in, n + 1);
+                iver_imalog_name_kernel_form(buf, n);
+                ck_assert_str_eq(buf, kform[i].out);
+                ck_assert(iver_imalog_name_is_kernel_form(buf, n));
+                ck_assert(iver_imalog_name_is_kernel_form(kform[i].in, n) == (strcmp(kform[i].in, kform[i].out) == 0));
+
+                for (IverImaTemplate t = 0; t < _IVER_IMA_TEMPLATE_MAX; t++) {
+                        IverImaEntry *e = NULL, *x = NULL, *raw = NULL;
+                        char *line = NULL;
+                        size_t len;
+                        uint8_t bin[256], h[20];
+
+                        /* default: the kernel form, in the template data itself */
+                        ck_assert_int_eq(iver_imalog_entry_new(t, 10, IVER_HASH_SHA256, digest, 32, kform[i].in, n,
+                                                               NULL, 0, 0, &e), 0);
+                        ck_assert_str_eq(e->path, kform[i].out);
+                        ck_assert(iver_imalog_entry_names(e, kform[i].in, n));
+                        ck_assert(iver_imalog_entry_names(e, kform[i].out, n));
+                        ck_assert(!iver_imalog_entry_names(e, kform[i].in, n - 1));
+                        /* the template digest is over the stored (kernel form) name */
+                        ck_assert_int_eq(iver_imalog_entry_new(t, 10, IVER_HASH_SHA256, digest, 32, kform[i].out, n,
+                                                               NULL, 0, IVER_IMA_NAME_RAW, &raw), 0);
+                        ck_assert_mem_eq(raw->template_digest, e->template_digest, 20);
+                        EVP_Digest(e->template_data, e->template_data_len, h, NULL, EVP_sha1(), NULL);
+                        ck_assert_mem_eq(h, e->template_digest, 20);
+                        iver_imalog_entry_free(raw);
+
+                        /* ASCII: one line, split by a line-based reader */
+                        ck_assert_int_eq(iver_imalog_entry_to_ascii(e, &line, &len), 0);
+                        ck_assert_ptr_eq(memchr(line, '\n', len), line + len - 1);
+                        for (size_t k = 0; k + 1 < len; k++)
+                                ck_assert(line[k] != '\r' && line[k] != '\t' && (uint8_t) line[k] >= 0x20 &&
+                                          line[k] != 0x7f);
+                        ck_assert_int_eq(iver_imalog_entry_from_ascii(line, len, &x), 0);
+                        ck_assert_str_eq(x->path, kform[i].out);
+                        ck_assert_mem_eq(x->template_digest, e->template_digest, 20);
+                        x = iver_imalog_entry_free(x);
+                        /* binary agrees */
+                        int b = iver_imalog_entry_to_binary(e, bin, sizeof(bin));
+                        ck_assert_int_gt(b, 0);
+                        ck_assert_int_eq(iver_imalog_entry_from_binary(bin, b, &x), b);
+                        ck_assert_str_eq(x->path, kform[i].out);
+                        iver_imalog_entry_free(x);
+                        free(line);
+                        iver_imalog_entry_free(e);
+                }
+        }
+}
+END_TEST
+
+/* The forgery of issue 13: a directory name holding "\n" and a well-formed
+ * list line. In the kernel form it stays inside one line, and that line's
+ * template digest covers the whole name. */
+START_TEST(test_kernel_form_no_forgery) {
+        uint8_t digest[32], fd[32];
+        memset(digest, 0x11, sizeof(digest));
+        memset(fd, 0xdd, sizeof(fd));
+        IverImaEntry *forged = NULL, *e = NULL;
+        char *fl = NULL, *line = NULL, path[512];
+        IverImaLog *l = NULL;
+        size_t used, len;
+
+        ck_assert_int_eq(iver_imalog_entry_new(IVER_IMA_TEMPLATE_NG, 10, IVER_HASH_SHA256, fd, 32, "/usr/sbin/sshd", 14,
+                                               NULL, 0, 0, &forged), 0);
+        ck_assert_int_eq(iver_imalog_entry_to_ascii(forged, &fl, NULL), 0);
+        fl[strlen(fl) - 1] = 0;
+        snprintf(path, sizeof(path), "/tree/a\n%s/file", fl);
+        ck_assert_int_eq(iver_imalog_entry_new(IVER_IMA_TEMPLATE_NG, 10, IVER_HASH_SHA256, digest, 32, path,
+                                               strlen(path), NULL, 0, 0, &e), 0);
+        ck_assert_int_eq(iver_imalog_entry_to_ascii(e, &line, &len), 0);
+        ck_assert_ptr_eq(memchr(line, '\n', len), line + len - 1);
+        ck_assert_int_eq(iver_imalog_new(&l), 0);
+        ck_assert_int_eq(iver_imalog_parse_ascii(l, line, len, &used), 0);
+        ck_assert_uint_eq(used, len);
+        ck_assert_uint_eq(iver_imalog_size(l), 1);
+        ck_assert_ptr_null(strstr(iver_imalog_get(l, 0)->path, " /usr/sbin/sshd"));
+        ck_assert_mem_eq(iver_imalog_get(l, 0)->digest, digest, 32);
+        iver_imalog_free(l);
+        free(line);
+        free(fl);
         iver_imalog_entry_free(e);
+        iver_imalog_entry_free(forged);
 }
 END_TEST
 
@@ -555,7 +654,7 @@ START_TEST(test_file_torn_tail) {
         ck_assert_uint_eq(iver_imalog_size(l), 4);
         ck_assert_int_eq(file_size(dir, IVER_IMA_BINARY_FILE), sizes[4]);
         ck_assert_uint_eq(count_lines(dir, IVER_IMA_ASCII_FILE), 4);
-        ck_assert_str_eq(iver_imalog_get(l, 3)->path, "/torn/3 name");
+        ck_assert_str_eq(iver_imalog_get(l, 3)->path, "/torn/3_name"); /* kernel form */
         iver_imalog_file_free(f);
         iver_imalog_free(l);
 
@@ -615,7 +714,7 @@ START_TEST(test_file_torn_tail) {
         ck_assert_int_eq(iver_imalog_file_open(dir, &f, &l, &trunc), 0);
         ck_assert_uint_eq(trunc, 0);
         ck_assert_uint_eq(iver_imalog_size(l), 8);
-        ck_assert_str_eq(iver_imalog_get(l, 7)->path, "/b 3");
+        ck_assert_str_eq(iver_imalog_get(l, 7)->path, "/b_3");
         ck_assert_uint_eq(count_lines(dir, IVER_IMA_ASCII_FILE), 8);
         iver_imalog_file_free(f);
         iver_imalog_free(l);
@@ -696,7 +795,7 @@ START_TEST(test_decoder_mutations) {
         unsigned seed = 12345;
 
         ck_assert_int_eq(iver_imalog_entry_new(IVER_IMA_TEMPLATE_SIG, 10, IVER_HASH_SHA1, sig, 20, "/a b\xff", 5,
-                                               sig, sizeof(sig), 0, &e), 0);
+                                               sig, sizeof(sig), IVER_IMA_NAME_RAW, &e), 0);
         int n = iver_imalog_entry_to_binary(e, bin, sizeof(bin));
         ck_assert_int_eq(iver_imalog_entry_to_ascii(e, &line, NULL), 0);
         size_t ln = strlen(line);
@@ -734,7 +833,8 @@ static Suite *imalog_suite(void) {
         tcase_add_test(tc, test_kat_ascii_parse_kernel_lines);
         tcase_add_test(tc, test_ima_sig_with_signature);
         tcase_add_test(tc, test_weird_names_roundtrip);
-        tcase_add_test(tc, test_kernel_spaces);
+        tcase_add_test(tc, test_kernel_form);
+        tcase_add_test(tc, test_kernel_form_no_forgery);
         tcase_add_test(tc, test_dedup);
         tcase_add_test(tc, test_violation);
         tcase_add_test(tc, test_binary_decoder_rejects);

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The name a measurement list stores for a path ("kernel form"), so that no
+ * file name can break a line-based reader of the list. See include/iver/imalog.h. */
+#include <stdint.h>
+#include <string.h>
+
+#include "iver/imalog.h"
+
+/* Length of the valid (strict: no overlong form, no surrogate, ≤ U+10FFFF)
+ * multi-byte UTF-8 sequence at s and its code point, or 0. */
+static size_t utf8_multibyte(const uint8_t *s, size_t left, uint32_t *ret_cp) {
+        size_t n;
+        uint32_t cp;
+
+        if (s[0] >= 0xc2 && s[0] <= 0xdf)
+                n = 2, cp = s[0] & 0x1f;
+        else if (s[0] >= 0xe0 && s[0] <= 0xef)
+                n = 3, cp = s[0] & 0x0f;
+        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+                n = 4, cp = s[0] & 0x07;
+        else
+                return 0;
+        if (n > left)
+                return 0;
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = (cp << 6) | (s[i] & 0x3f);
+        }
+        if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+                return 0;
+        *ret_cp = cp;
+        return n;
+}
+
+/* Code points beyond ASCII that a reader may split a line on, strip, or that
+ * change how a terminal shows the line: C1 controls (U+0085 is a line break
+ * for Python's splitlines), what Python's str.split()/strip() count as
+ * white space, the line and paragraph separators, and the bidirectional
+ * controls (a name that displays as another). */
+static bool cp_unsafe(uint32_t cp) {
+        return (cp >= 0x80 && cp <= 0xa0) || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) ||
+               cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202f) || cp == 0x205f ||
+               (cp >= 0x2066 && cp <= 0x2069) || cp == 0x3000;
+}
+
+/* Length of the run at s that stays as it is in the kernel form (0: s[0]
+ * becomes '_', alone or with the rest of its code point in *ret_bad). */
+static size_t safe_char(const uint8_t *s, size_t left, size_t *ret_bad) {
+        uint32_t cp;
+        size_t n;
+
+        *ret_bad = 1;
+        if (s[0] < 0x80)
+                return s[0] > 0x20 && s[0] != 0x7f;
+        n = utf8_multibyte(s, left, &cp);
+        if (n == 0)
+                return 0;
+        if (cp_unsafe(cp)) {
+                *ret_bad = n;
+                return 0;
+        }
+        return n;
+}
+
+void iver_imalog_name_kernel_form(char *name, size_t len) {
+        uint8_t *s = (uint8_t *) name;
+        for (size_t i = 0; i < len;) {
+                size_t bad, n = safe_char(s + i, len - i, &bad);
+                if (n > 0) {
+                        i += n;
+                        continue;
+                }
+                memset(s + i, '_', bad);
+                i += bad;
+        }
+}
+
+bool iver_imalog_name_is_kernel_form(const char *name, size_t len) {
+        const uint8_t *s = (const uint8_t *) name;
+        for (size_t i = 0; i < len;) {
+                size_t bad, n = safe_char(s + i, len - i, &bad);
+                if (n == 0)
+                        return false;
+                i += n;
+        }
+        return true;
+}
+
+bool iver_imalog_entry_names(const IverImaEntry *e, const char *path, size_t len) {
+        const uint8_t *s = (const uint8_t *) path, *p = (const uint8_t *) e->path;
+        if (len != e->path_len)
+                return false;
+        if (memcmp(path, e->path, len) == 0)
+                return true;    /* also a raw name, from a list written before the kernel form */
+        for (size_t i = 0; i < len;) {
+                size_t bad, n = safe_char(s + i, len - i, &bad);
+                if (n > 0) {
+                        if (memcmp(s + i, p + i, n) != 0)
+                                return false;
+                        i += n;
+                        continue;
+                }
+                for (size_t k = 0; k < bad; k++)
+                        if (p[i + k] != '_')
+                                return false;
+                i += bad;
+        }
+        return true;
+}
