@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "output.h"
 #include "iverctl.h"
 
 const char *arg_socket;
@@ -111,8 +112,9 @@ int call(json_object *req, double timeout_sec, json_object **ret) {
         }
         json_object *ok, *err;
         if (!json_object_object_get_ex(reply, "ok", &ok) || !json_object_get_boolean(ok)) {
-                fprintf(stderr, "iverctl: iverd: %s\n",
-                        json_object_object_get_ex(reply, "error", &err) ? json_object_get_string(err) : "failed");
+                fputs("iverctl: iverd: ", stderr);
+                print_text(stderr, json_object_object_get_ex(reply, "error", &err) ? json_object_get_string(err) : "failed");
+                fputc('\n', stderr);
                 json_object_put(reply);
                 return IVERCTL_EXIT_DAEMON;
         }

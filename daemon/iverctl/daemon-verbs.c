@@ -41,11 +41,17 @@ int verb_status(int argc, char *argv[]) {
                 json_object_object_foreach(r, k, v) {
                         if (json_object_is_type(v, json_type_array)) {
                                 printf("%-20s\n", k);
-                                for (size_t i = 0; i < json_object_array_length(v); i++)
-                                        printf("  %s\n", json_object_to_json_string_ext(json_object_array_get_idx(v, i),
-                                                                                       JSON_C_TO_STRING_SPACED));
-                        } else
-                                printf("%-20s %s\n", k, json_object_get_string(v));
+                                for (size_t i = 0; i < json_object_array_length(v); i++) {
+                                        fputs("  ", stdout);
+                                        print_text(stdout, json_object_to_json_string_ext(json_object_array_get_idx(v, i),
+                                                                                          JSON_C_TO_STRING_SPACED));
+                                        putchar('\n');
+                                }
+                        } else {
+                                printf("%-20s ", k);
+                                print_text(stdout, json_object_get_string(v));
+                                putchar('\n');
+                        }
                 }
         }
         json_object_put(r);
@@ -242,7 +248,7 @@ int verb_log(int argc, char *argv[]) {
         } else if (json_object_object_get_ex(r, "ascii", &v))
                 for (size_t i = 0; i < json_object_array_length(v); i++) {
                         json_object *line = json_object_array_get_idx(v, i);
-                        fwrite(json_object_get_string(line), 1, (size_t) json_object_get_string_len(line), stdout);
+                        print_line(stdout, json_object_get_string(line), (size_t) json_object_get_string_len(line));
                 }
         json_object_put(r);
         return IVERCTL_EXIT_OK;

@@ -16,11 +16,14 @@
  *              log_hash_alg is the template hash of the list (SHA-1 here)
  * Keylime compares the file digest as lower-case hex without the "algo:" prefix.
  *
- * The list is fetched in the binary format (verb "log", format "binary"):
- * every path round-trips there, while an ASCII line cannot carry a '\n' in a
- * path. Violations (zero digests) are not policy material and are left out;
- * a path that is not valid UTF-8 cannot be a JSON key Keylime reads back and
- * is left out with a warning (a verifier will then flag it as not allowed). */
+ * The list is fetched in the binary format (verb "log", format "binary").
+ * Names are stored in the kernel form (include/iver/imalog.h: space, controls
+ * and bytes outside UTF-8 as '_'), the form the list itself holds and Keylime's
+ * policy generators use, so every key is valid UTF-8 and matches the name a
+ * verifier reads from the list. A list written before iverd used that form
+ * may hold raw names: they are converted too (and reported), since a raw name
+ * with a space or newline breaks Keylime's parser anyway. Violations (zero
+ * digests) are not policy material and are left out. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -35,6 +38,7 @@
 
 #include "client.h"
 #include "iver/imalog.h"
+#include "macro.h"
 #include "iverctl.h"
 #include "output.h"
 
@@ -105,21 +109,24 @@ static json_object *build_policy(const IverImaLog *l, size_t *ret_paths, size_t 
                         n_viol++;
                         continue;
                 }
-                if (!utf8_valid(e->path, e->path_len)) {
-                        fprintf(stderr, "iverctl policy export: warning: path is not UTF-8, left out: ");
-                        print_path(stderr, e->path);
-                        fputc('\n', stderr);
-                        n_skipped++;
-                        continue;
-                }
-                char h[2 * 64 + 1];
                 if (e->digest_len > 64)
                         continue;
+                _cleanup_free_ char *name = strndup(e->path, e->path_len);
+                if (!name)
+                        continue;
+                if (!iver_imalog_name_is_kernel_form(name, e->path_len)) {
+                        fprintf(stderr, "iverctl policy export: warning: raw name in the list, stored in the kernel form: ");
+                        print_path(stderr, name);
+                        fputc('\n', stderr);
+                        iver_imalog_name_kernel_form(name, e->path_len);
+                        n_skipped++;
+                }
+                char h[2 * 64 + 1];
                 hex(e->digest, e->digest_len, h);
                 json_object *arr;
-                if (!json_object_object_get_ex(digests, e->path, &arr)) {
+                if (!json_object_object_get_ex(digests, name, &arr)) {
                         arr = json_object_new_array();
-                        json_object_object_add(digests, e->path, arr);
+                        json_object_object_add(digests, name, arr);
                         n_paths++;
                 }
                 bool have = false;
@@ -215,7 +222,7 @@ int verb_policy_export(int argc, char *argv[]) {
         if (n_viol)
                 fprintf(stderr, "; %zu violations left out", n_viol);
         if (n_skipped)
-                fprintf(stderr, "; %zu non-UTF-8 paths left out", n_skipped);
+                fprintf(stderr, "; %zu raw names converted to the kernel form", n_skipped);
         fputs(".\n", stderr);
         json_object_put(policy);
         return IVERCTL_EXIT_OK;

@@ -36,6 +36,13 @@ static void print_json(const char *path, const IverCheckOutcome *o, const IverCo
         fputs("}\n", stdout);
 }
 
+/* "iverctl hash: PATH: why" on stderr, the path escaped (a name cannot drive the terminal). */
+static void warn_path(const char *path, const char *why) {
+        fputs("iverctl hash: ", stderr);
+        print_path(stderr, path);
+        fprintf(stderr, ": %s\n", why);
+}
+
 int verb_hash(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "json", no_argument, NULL, 'j' },
@@ -104,20 +111,20 @@ int verb_hash(int argc, char *argv[]) {
                                 putchar('\n');
                         }
                         if (o.provisional)
-                                fprintf(stderr, "iverctl hash: %s: provisional (no read lease: open writers or no permission)\n", path);
+                                warn_path(path, "provisional (no read lease: open writers or no permission)");
                         break;
                 case IVER_CHECK_NOT_REGULAR:
-                        fprintf(stderr, "iverctl hash: %s: not a regular file, not measured\n", path);
+                        warn_path(path, "not a regular file, not measured");
                         if (ret == IVERCTL_EXIT_OK)
                                 ret = IVERCTL_EXIT_NOT_REGULAR;
                         break;
                 case IVER_CHECK_UNSTABLE:
-                        fprintf(stderr, "iverctl hash: %s: kept changing while hashed, no digest\n", path);
+                        warn_path(path, "kept changing while hashed, no digest");
                         if (ret == IVERCTL_EXIT_OK)
                                 ret = IVERCTL_EXIT_UNSTABLE;
                         break;
                 default:
-                        fprintf(stderr, "iverctl hash: %s: %s\n", path, strerror(-o.error));
+                        warn_path(path, strerror(-o.error));
                         ret = IVERCTL_EXIT_FAILURE;
                 }
         }

@@ -28,8 +28,10 @@ int verb_policy(int argc, char *argv[]) {
         int r = iver_policy_check_file(argv[2], &diags);
         for (size_t i = 0; i < diags.n_items; i++) {
                 char *s = NULL;
-                if (iver_policy_diag_format(&diags.items[i], &s) >= 0)
-                        fprintf(stderr, "%s\n", s);
+                if (iver_policy_diag_format(&diags.items[i], &s) >= 0) {
+                        print_text(stderr, s);
+                        fputc('\n', stderr);
+                }
                 free(s);
         }
         if (diags.n_dropped)
@@ -202,9 +204,11 @@ int verb_verify(int argc, char *argv[]) {
                 fprintf(stderr, "iverctl verify: %s: %s\n", dir, strerror(-r));
                 return IVERCTL_EXIT_VERIFY;
         }
-        if (rep.failed)
-                fprintf(stderr, "iverctl verify: FAILED: %s\n", rep.message);
-        else
+        if (rep.failed) {
+                fputs("iverctl verify: FAILED: ", stderr);
+                print_text(stderr, rep.message);
+                fputc('\n', stderr);
+        } else
                 printf("Verified: signature, nonce, PCR digest; list of %zu entries, %zu replayed into the quoted PCR.\n",
                        rep.list_entries, rep.matched_prefix);
         if (policy) {

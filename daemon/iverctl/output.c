@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Escaping of untrusted bytes (file names) for terminals and JSON. */
 #include <stdint.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "output.h"
 
@@ -69,18 +71,57 @@ void json_string(FILE *f, const char *str, size_t len) {
         fputc('"', f);
 }
 
+/* Bytes a terminal may act on: C0 controls, DEL, and C1 controls — both the
+ * U+0080..U+009F code points and raw bytes 0x80..0xFF outside valid UTF-8
+ * (0x9b is CSI for a terminal in an 8-bit mode). Each is written as \xHH;
+ * a valid UTF-8 character other than a C1 control passes. Returns the bytes
+ * consumed at s. */
+static size_t put_safe(FILE *f, const uint8_t *s, size_t left, bool escape_backslash) {
+        size_t n;
+        if (*s == '\\' && escape_backslash)
+                fputs("\\\\", f);
+        else if (*s == '\n')
+                fputs("\\n", f);
+        else if (*s == '\t')
+                fputs("\\t", f);
+        else if (*s < 0x20 || *s == 0x7f)
+                fprintf(f, "\\x%02x", *s);
+        else if (*s < 0x80)
+                fputc(*s, f);
+        else if ((n = utf8_seq(s, left)) > 0 && !(n == 2 && s[0] == 0xc2 && s[1] < 0xa0)) {
+                fwrite(s, 1, n, f);
+                return n;
+        } else if (n == 2) {    /* a C1 control, U+0080..U+009F */
+                fprintf(f, "\\x%02x\\x%02x", s[0], s[1]);
+                return 2;
+        } else
+                fprintf(f, "\\x%02x", *s);
+        return 1;
+}
+
 void print_path(FILE *f, const char *str) {
         const uint8_t *s = (const uint8_t *) str;
-        for (; *s; s++) {
-                if (*s == '\\')
-                        fputs("\\\\", f);
-                else if (*s == '\n')
-                        fputs("\\n", f);
-                else if (*s == '\t')
-                        fputs("\\t", f);
-                else if (*s < 0x20 || *s == 0x7f)
-                        fprintf(f, "\\x%02x", *s);
-                else
-                        fputc(*s, f);
+        size_t len = strlen(str);
+        for (size_t i = 0; i < len;)
+                i += put_safe(f, s + i, len - i, true);
+}
+
+void print_text(FILE *f, const char *str) {
+        const uint8_t *s = (const uint8_t *) str;
+        size_t len = strlen(str);
+        for (size_t i = 0; i < len;)
+                i += put_safe(f, s + i, len - i, false);
+}
+
+void print_line(FILE *f, const char *str, size_t len) {
+        const uint8_t *s = (const uint8_t *) str;
+        bool nl = len > 0 && s[len - 1] == '\n';
+        if (!isatty(fileno(f))) {
+                fwrite(str, 1, len, f);
+                return;
         }
+        for (size_t i = 0; i < len - nl;)
+                i += put_safe(f, s + i, len - nl - i, true);
+        if (nl)
+                fputc('\n', f);
 }

@@ -316,16 +316,35 @@ def cmd_paths(a):
     for e in parse_bin(os.path.join(a[0], 'binary_runtime_measurements')):
         print(repr(e[6]))
 
+def kernel_form(b):
+    """The name iverd lists for path b (iver/imalog.h): space, controls, DEL,
+    bytes outside valid UTF-8 and unsafe code points become '_' byte for byte."""
+    out, i = bytearray(b), 0
+    while i < len(b):
+        c = b[i]
+        n = 1 if c < 0x80 else 2 if 0xc2 <= c <= 0xdf else 3 if 0xe0 <= c <= 0xef else 4 if 0xf0 <= c <= 0xf4 else 0
+        try:
+            cp = ord(b[i:i + n].decode('utf-8')) if n else None
+        except UnicodeDecodeError:
+            cp = None
+        if cp is None:
+            n = 1
+        if cp is None or cp <= 0x20 or 0x7f <= cp <= 0xa0 or cp in (0x1680, 0x200e, 0x200f, 0x205f, 0x3000) \
+                or 0x2000 <= cp <= 0x200a or 0x2028 <= cp <= 0x202f or 0x2066 <= cp <= 0x2069:
+            out[i:i + n] = b'_' * n
+        i += n
+    return bytes(out)
+
 def cmd_digests_for(a):
-    """digests_for RUNDIR PATH -> listed digests of PATH, one a line"""
-    p = os.fsencode(a[1])
+    """digests_for RUNDIR PATH -> listed digests of PATH (its kernel-form name), one a line"""
+    p = kernel_form(os.fsencode(a[1]))
     for e in parse_bin(os.path.join(a[0], 'binary_runtime_measurements')):
         if e[6] == p:
             print(e[5])
 
 def cmd_history_check(a):
     """history_check RUNDIR PATH HISTORY -> 'logged torn': every listed digest of PATH in HISTORY"""
-    p = os.fsencode(a[1])
+    p = kernel_form(os.fsencode(a[1]))
     hist = set(open(a[2]).read().split())
     logged = [e[5] for e in parse_bin(os.path.join(a[0], 'binary_runtime_measurements')) if e[6] == p]
     torn = [d for d in logged if d not in hist]
