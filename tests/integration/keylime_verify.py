@@ -25,6 +25,12 @@ does that); this script checks the list against the quoted values.
 Optionally (--policy FILE) every entry's hex file digest must be listed for
 its path in a Keylime runtime policy's "digests" (Keylime's _validate_ima_ng).
 
+--keylime-split parses every line with Keylime's own splitting rules instead
+of the lenient ones: the fixed fields by split(" ", 4), then for ima-sig the
+rest by split(" ", maxsplit=1) into name and signature (a name holding a space
+breaks that line, as it breaks Keylime), every line must decode as strict
+UTF-8 and hold no control byte.
+
 Exit 0: accepted; 1: rejected (reason printed); 2: usage / unreadable input.
 """
 import argparse
@@ -46,7 +52,43 @@ def field(data: bytes) -> bytes:
     return struct.pack("<I", len(data)) + data
 
 
+KEYLIME_SPLIT = False
+
+
+def keylime_fields(lineno: int, raw: bytes):
+    """Keylime's splitting: str.split(" ", 4) for the fixed fields, then the
+    ima-sig name and signature by split(" ", maxsplit=1)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Rejected(f"line {lineno}: not UTF-8 ({e})")
+    if any(ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f for c in text):
+        raise Rejected(f"line {lineno}: control character in the line: {text[:120]!r}")
+    tokens = text.split(" ", 4)
+    if len(tokens) != 5:
+        raise Rejected(f"line {lineno}: {len(tokens)} fields: {text[:120]!r}")
+    pcr, thash, tname, dig, rest = tokens
+    if not pcr.isdigit() or not re.fullmatch("[0-9a-f]{40}", thash) or tname not in ("ima-ng", "ima-sig"):
+        raise Rejected(f"line {lineno}: bad fixed fields: {text[:120]!r}")
+    algo, _, hx = dig.partition(":")
+    if not re.fullmatch("[0-9a-f]+", hx):
+        raise Rejected(f"line {lineno}: bad digest field {dig!r}")
+    sig = ""
+    if tname == "ima-sig":
+        parts = rest.split(" ", maxsplit=1)
+        if len(parts) != 2:
+            raise Rejected(f"line {lineno}: ima-sig line without a signature field")
+        rest, sig = parts
+        if sig and not re.fullmatch("[0-9a-f]*", sig):
+            raise Rejected(f"line {lineno}: bad signature field {sig[:60]!r} (a space in the name?)")
+    return pcr.encode(), thash.encode(), tname.encode(), algo.encode(), hx.encode(), rest.encode(), sig.encode()
+
+
 def parse_line(lineno: int, raw: bytes):
+    if KEYLIME_SPLIT:
+        pcr, th, tn, algo, hx, path, sig_hex = keylime_fields(lineno, raw)
+        return rebuild(lineno, int(pcr), bytes.fromhex(th.decode()), tn.decode(), algo, bytes.fromhex(hx.decode()),
+                       [(path, bytes.fromhex(sig_hex.decode()))])
     m = LINE_RE.match(raw)
     if not m:
         raise Rejected(f"line {lineno}: not an ima-ng/ima-sig line: {raw[:120]!r}")
@@ -69,6 +111,10 @@ def parse_line(lineno: int, raw: bytes):
         if sig_hex and not re.fullmatch(rb"[0-9a-f]*", sig_hex):
             raise Rejected(f"line {lineno}: bad signature field")
         candidates = [(rest[:i], bytes.fromhex(sig_hex.decode()))]
+    return rebuild(lineno, pcr, thash, tname, algo, fdigest, candidates)
+
+
+def rebuild(lineno, pcr, thash, tname, algo, fdigest, candidates):
     for path, sig in candidates:
         td = field(algo + b":\0" + fdigest) + field(path + b"\0")
         if tname == "ima-sig":
@@ -152,7 +198,10 @@ def main():
     ap.add_argument("--pcr", type=int, default=10)
     ap.add_argument("--banks", default="sha1,sha256")
     ap.add_argument("--policy", help="Keylime runtime policy (JSON) to check every entry against")
+    ap.add_argument("--keylime-split", action="store_true", help="split lines exactly as Keylime does")
     a = ap.parse_args()
+    global KEYLIME_SPLIT
+    KEYLIME_SPLIT = a.keylime_split
     banks = a.banks.split(",")
     try:
         for b in banks:
