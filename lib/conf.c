@@ -14,6 +14,7 @@
 #include <sys/un.h>
 
 #include "iver/conf.h"
+#include "fileio.h"
 #include "macro.h"
 
 static const char *const on_access_names[_IVER_ON_ACCESS_MAX] = {
@@ -509,39 +510,22 @@ int iver_conf_load_file(IverConf *c, const char *path, unsigned flags, IverConfE
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
-        struct stat st;
+        int r, k;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* Never blocks (a FIFO) and never follows a symlink: see lib/fileio.h. */
+        fd = iver_open_regular(path, IVER_OPEN_DEV_NULL_OK, NULL);
         if (fd < 0) {
-                int r = negative_errno();
-                if (r == -ENOENT && (flags & IVER_CONF_LOAD_MISSING_OK))
+                if (fd == -ENOENT && (flags & IVER_CONF_LOAD_MISSING_OK))
                         return 0;
-                int k = fail(&cp, 0, "cannot open: %s, expected a readable configuration file", strerror(-r));
-                return k == -ENOMEM ? k : r;
+                k = fail(&cp, 0, "cannot open: %s, expected a readable configuration file", iver_file_strerror(fd));
+                return k == -ENOMEM ? k : fd;
         }
-        if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
-                int r = S_ISDIR(st.st_mode) ? -EISDIR : negative_errno();
-                int k = fail(&cp, 0, "cannot read: %s, expected a readable configuration file", strerror(-r));
+        r = iver_read_fd_max(fd, IVER_CONF_FILE_MAX, &buf, &len);
+        if (r == -EFBIG)
+                return fail(&cp, 0, "file is larger than %u bytes, expected a configuration file", IVER_CONF_FILE_MAX);
+        if (r < 0) {
+                k = fail(&cp, 0, "cannot read: %s, expected a readable configuration file", strerror(-r));
                 return k == -ENOMEM ? k : r;
-        }
-        buf = malloc(IVER_CONF_FILE_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k = read(fd, buf + len, IVER_CONF_FILE_MAX + 1 - len);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0) {
-                        int r = negative_errno();
-                        int q = fail(&cp, 0, "cannot read: %s, expected a readable configuration file", strerror(-r));
-                        return q == -ENOMEM ? q : r;
-                }
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-                if (len > IVER_CONF_FILE_MAX)
-                        return fail(&cp, 0, "file is larger than %u bytes, expected a configuration file",
-                                    IVER_CONF_FILE_MAX);
         }
         return conf_parse(c, path, buf, len, ret_error);
 }

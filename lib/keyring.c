@@ -15,7 +15,11 @@
 
 #include "iver/appraise.h"
 #include "keyring-internal.h"
+#include "fileio.h"
 #include "macro.h"
+
+/* A PEM bundle of certificates is small; a bigger file is not one. */
+#define IVER_KEY_FILE_MAX (16U << 20)
 
 
 int iver_keyring_new(IverKeyring **ret) {
@@ -257,14 +261,15 @@ int iver_keyring_add_pem_file(IverKeyring *kr, const char *path) {
 
         if (!kr || !path)
                 return -EINVAL;
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return negative_errno();
-        BIO *bio = BIO_new_fp(f, BIO_CLOSE);
-        if (!bio) {
-                fclose(f);
+        /* Never blocks (a FIFO) and never follows a symlink: lib/fileio.h. */
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        r = iver_read_file(path, IVER_KEY_FILE_MAX, &buf, &len);
+        if (r < 0)
+                return r;
+        BIO *bio = BIO_new_mem_buf(buf, (int) len);
+        if (!bio)
                 return -ENOMEM;
-        }
         n = key_list_add_pem(&l, bio);
         BIO_free(bio);
         if (n < 0)

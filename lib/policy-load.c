@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
 #include "macro.h"
 #include "policy-internal.h"
 
@@ -197,49 +198,30 @@ IverPolicyAction iver_policy_rule_action(const IverPolicy *p, size_t i) {
 
 static int io_error(PolicyBuilder *b, const char *path, int err, const char *what) {
         int r = policy_diag_add(b->diags, IVER_DIAG_ERROR, path, 0, 0, "%s: %s, expected %s",
-                                what, strerror(-err), "a readable policy file or directory");
+                                what, iver_file_strerror(err), "a readable policy file or directory");
         return r < 0 ? r : err;
 }
 
 static int load_fd(PolicyBuilder *b, const char *path, int fd) {
-        _cleanup_free_ uint8_t *buf = NULL;
-        size_t len = 0, cap = 0;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
         size_t idx;
         int r;
 
-        for (;;) {
-                if (len == cap) {
-                        if (cap > IVER_POLICY_FILE_MAX) {
-                                r = policy_diag_add(b->diags, IVER_DIAG_ERROR, path, 0, 0,
-                                                    "file is larger than %u bytes, expected a policy text file",
-                                                    IVER_POLICY_FILE_MAX);
-                                return r < 0 ? r : 0;
-                        }
-                        cap = cap ? cap * 2 : 16384;
-                        uint8_t *n = realloc(buf, cap + 1);
-                        if (!n)
-                                return -ENOMEM;
-                        buf = n;
-                }
-                ssize_t k = read(fd, buf + len, cap - len);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return io_error(b, path, negative_errno(), "cannot read");
-                }
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-        }
-        if (len > IVER_POLICY_FILE_MAX) {
+        r = iver_read_fd_max(fd, IVER_POLICY_FILE_MAX, &buf, &len);
+        if (r == -EFBIG) {
                 r = policy_diag_add(b->diags, IVER_DIAG_ERROR, path, 0, 0,
                                     "file is larger than %u bytes, expected a policy text file", IVER_POLICY_FILE_MAX);
                 return r < 0 ? r : 0;
         }
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return io_error(b, path, r, "cannot read");
         r = policy_builder_add_file(b, path, &idx);
         if (r < 0)
                 return r;
-        return policy_parse_text(b, idx, buf, len);
+        return policy_parse_text(b, idx, (const uint8_t *) buf, len);
 }
 
 static int name_cmp(const void *a, const void *b) {
@@ -302,26 +284,30 @@ finish:
         return r;
 }
 
+/* Whether path is a symlink to /dev/null: a masked drop-in, as with systemd. */
+static bool masked(const char *path) {
+        char target[sizeof("/dev/null")];
+        ssize_t n = readlink(path, target, sizeof(target));
+        return n == (ssize_t) sizeof(target) - 1 && memcmp(target, "/dev/null", n) == 0;
+}
+
 static int load_path(PolicyBuilder *b, const char *path, bool missing_ok, bool allow_dir) {
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0) {
-                if (errno == ENOENT && missing_ok)
-                        return 0;
-                return io_error(b, path, negative_errno(), "cannot open");
-        }
-        if (fstat(fd, &st) < 0)
-                return io_error(b, path, negative_errno(), "cannot stat");
-        if (S_ISDIR(st.st_mode)) {
-                if (!allow_dir)
-                        return io_error(b, path, -EISDIR, "cannot load");
+        /* Never blocks (a FIFO) and never follows a symlink (lib/fileio.h),
+         * but for a drop-in masked by a link to /dev/null. */
+        fd = iver_open_regular(path, IVER_OPEN_DEV_NULL_OK | (allow_dir ? IVER_OPEN_DIR_OK : 0), &st);
+        if (fd == -ENOENT && missing_ok)
+                return 0;
+        if (fd == -ELOOP && masked(path))
+                return 0;
+        if (fd == -EISDIR)
+                return io_error(b, path, -EISDIR, "cannot load");
+        if (fd < 0)
+                return io_error(b, path, fd, "cannot open");
+        if (S_ISDIR(st.st_mode))
                 return load_dir(b, path, TAKE_FD(fd));
-        }
-        /* A drop-in linked to /dev/null masks it, as with systemd: read as empty. */
-        if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
-                return io_error(b, path, -EBADFD, "not a regular file");
         return load_fd(b, path, fd);
 }
 

@@ -18,6 +18,7 @@
 #include "digest-internal.h"
 #include "iver/imalog.h"
 #include "iver/tpm.h"
+#include "fileio.h"
 #include "macro.h"
 
 #define TPM_GENERATED_VALUE 0xff544347u
@@ -332,7 +333,7 @@ int iver_quote_verify(const char *ak_pem, size_t ak_pem_len,
 }
 
 static int read_file_at(int dir_fd, const char *name, size_t max, uint8_t **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         _cleanup_free_ uint8_t *buf = NULL;
         struct stat st;
         size_t n = 0;
@@ -346,16 +347,9 @@ static int read_file_at(int dir_fd, const char *name, size_t max, uint8_t **ret,
         buf = malloc((size_t) st.st_size + 1);
         if (!buf)
                 return -ENOMEM;
-        while (n < (size_t) st.st_size) {
-                ssize_t k = read(fd, buf + n, st.st_size - n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return negative_errno();
-                if (k == 0)
-                        break;
-                n += k;
-        }
+        int r = iver_read_full(fd, buf, (size_t) st.st_size, &n);
+        if (r < 0)
+                return r;
         buf[n] = 0;
         *ret = TAKE_PTR(buf);
         *ret_len = n;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "iver/snapshot.h"
+#include "fileio.h"
 #include "macro.h"
 
 #define MAGIC "IVERSNP1"
@@ -316,65 +317,23 @@ int iver_snapshot_write(const char *path, const IverCache *c, const IverLedgerCo
         if (r < 0)
                 return r;
 
-        _cleanup_free_ char *tmp = NULL;
-        if (asprintf(&tmp, "%s.tmp", path) < 0)
-                return -ENOMEM;
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return negative_errno();
-        for (size_t off = 0; off < len;) {
-                ssize_t n = write(fd, buf + off, len - off);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        r = negative_errno();
-                        (void) unlink(tmp);
-                        return r;
-                }
-                off += (size_t) n;
-        }
-        if (fsync(fd) < 0 || rename(tmp, path) < 0) {
-                r = negative_errno();
-                (void) unlink(tmp);
-                return r;
-        }
-        /* make the rename itself durable */
-        _cleanup_free_ char *dir = strdup(path);
-        if (dir) {
-                char *slash = strrchr(dir, '/');
-                if (slash) {
-                        *slash = 0;
-                        _cleanup_close_ int dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                        if (dfd >= 0)
-                                (void) fsync(dfd);
-                }
-        }
-        return 0;
+        /* a new temporary (O_EXCL|O_NOFOLLOW) renamed over path, synced */
+        return iver_write_file_atomic(path, buf, len, 0600, IVER_WRITE_SYNC | IVER_WRITE_EXACT_MODE);
 }
 
 int iver_snapshot_read(const char *path, const uint8_t boot_id[16], const uint8_t key[IVER_SNAPSHOT_KEY_SIZE],
                        IverCache *c, IverLedgerCounters *ret_counters, IverSnapshotError *ret_error) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return negative_errno();
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode) || st.st_size > (off_t) 8 << 30)
+        _cleanup_close_ int fd = iver_open_regular(path, 0, NULL);
+        if (fd == -ELOOP || fd == -EBADFD || fd == -EISDIR)
                 return -EINVAL;
-        _cleanup_free_ uint8_t *buf = malloc((size_t) st.st_size + 1);
-        if (!buf)
-                return -ENOMEM;
-        size_t len = 0;
-        while (len < (size_t) st.st_size) {
-                ssize_t n = read(fd, buf + len, (size_t) st.st_size - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return negative_errno();
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
-        return iver_snapshot_decode(buf, len, boot_id, key, c, ret_counters, ret_error);
+        if (fd < 0)
+                return fd;
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int r = iver_read_fd_max(fd, (size_t) 8 << 30, &buf, &len);
+        if (r == -EFBIG)
+                return -EINVAL;
+        if (r < 0)
+                return r;
+        return iver_snapshot_decode((const uint8_t *) buf, len, boot_id, key, c, ret_counters, ret_error);
 }

@@ -18,6 +18,7 @@
 
 #include "digest-internal.h"
 #include "iver/tpm.h"
+#include "fileio.h"
 #include "macro.h"
 
 #define PCR_MAX 24
@@ -536,31 +537,7 @@ int iver_tpm_quote(IverTpm *t, uint32_t pcr_mask, unsigned bank_mask, const uint
 }
 
 static int write_file(int dir_fd, const char *name, const void *buf, size_t n) {
-        char tmp[64];
-        const uint8_t *p = buf;
-
-        snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
-        _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return negative_errno();
-        while (n > 0) {
-                ssize_t k = write(fd, p, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        int r = negative_errno();
-                        (void) unlinkat(dir_fd, tmp, 0);
-                        return r;
-                }
-                p += k;
-                n -= k;
-        }
-        if (renameat(dir_fd, tmp, dir_fd, name) < 0) {
-                int r = negative_errno();
-                (void) unlinkat(dir_fd, tmp, 0);
-                return r;
-        }
-        return 0;
+        return iver_write_file_atomic_at(dir_fd, name, buf, n, 0644, 0);
 }
 
 int iver_tpm_quote_write(const IverTpmQuote *q, const char *dir) {

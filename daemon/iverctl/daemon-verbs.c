@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "fileio.h"
 #include "iverctl.h"
 #include "output.h"
 
@@ -325,14 +326,11 @@ int verb_settle(int argc, char *argv[]) {
 static int write_file(const char *dir, const char *name, const void *p, size_t len) {
         char path[PATH_MAX];
         snprintf(path, sizeof(path), "%s/%s", dir, name);
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0 || write(fd, p, len) != (ssize_t) len) {
-                fprintf(stderr, "iverctl quote: cannot write %s: %s\n", path, strerror(errno));
-                if (fd >= 0)
-                        close(fd);
+        int r = iver_write_file_atomic(path, p, len, 0644, 0);
+        if (r < 0) {
+                fprintf(stderr, "iverctl quote: cannot write %s: %s\n", path, strerror(-r));
                 return -1;
         }
-        close(fd);
         return 0;
 }
 

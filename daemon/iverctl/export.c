@@ -38,6 +38,7 @@
 
 #include "client.h"
 #include "iver/imalog.h"
+#include "fileio.h"
 #include "macro.h"
 #include "iverctl.h"
 #include "output.h"
@@ -141,31 +142,6 @@ static json_object *build_policy(const IverImaLog *l, size_t *ret_paths, size_t 
         return root;
 }
 
-static int write_atomic(const char *path, const char *data, size_t len) {
-        size_t n = strlen(path);
-        char *tmp = malloc(n + 5);
-        if (!tmp)
-                return -ENOMEM;
-        memcpy(tmp, path, n);
-        memcpy(tmp + n, ".tmp", 5);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), r = 0;
-        if (fd < 0) {
-                r = -errno;
-                free(tmp);
-                return r;
-        }
-        if (write(fd, data, len) != (ssize_t) len || fsync(fd) < 0)
-                r = errno ? -errno : -EIO;
-        if (close(fd) < 0 && r == 0)
-                r = -errno;
-        if (r == 0 && rename(tmp, path) < 0)
-                r = -errno;
-        if (r < 0)
-                unlink(tmp);
-        free(tmp);
-        return r;
-}
-
 int verb_policy_export(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "keylime", no_argument, NULL, 'k' },
@@ -205,7 +181,7 @@ int verb_policy_export(int argc, char *argv[]) {
                 }
                 memcpy(doc, s, len);
                 doc[len] = '\n';
-                int r = write_atomic(out, doc, len + 1);
+                int r = iver_write_file_atomic(out, doc, len + 1, 0644, IVER_WRITE_SYNC);
                 free(doc);
                 if (r < 0) {
                         fprintf(stderr, "iverctl policy export: cannot write %s: %s\n", out, strerror(-r));

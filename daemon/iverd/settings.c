@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "log.h"
 #include "settings.h"
 
@@ -82,7 +83,7 @@ IverKeyring *settings_load_keyring(const IverConf *c) {
                 for (char *t = copy ? strtok_r(copy, " \t", &save) : NULL; t; t = strtok_r(NULL, " \t", &save)) {
                         int r = iver_keyring_add_pem_file(kr, t);
                         if (r < 0)
-                                log_warning_errno(r, "Cannot load appraisal key %s: %m", t);
+                                log_warning("Cannot load appraisal key %s: %s", t, iver_file_strerror(r));
                 }
                 free(copy);
         }

@@ -78,7 +78,9 @@ static inline void iver_keyring_freep(IverKeyring **kr) {
 /* Add every "PUBLIC KEY" and "CERTIFICATE" block of a PEM file (other
  * blocks, private keys included, are skipped). Returns the number of keys
  * added (≥ 1); -ENOKEY if the file holds none, -EBADMSG if a block does not
- * decode, -EOPNOTSUPP for a key type other than RSA or EC. All or nothing. */
+ * decode, -EOPNOTSUPP for a key type other than RSA or EC. All or nothing.
+ * The file must be a regular file: -ELOOP for a symlink (not followed),
+ * -EBADFD for a FIFO, socket or device (never blocks on one). */
 int iver_keyring_add_pem_file(IverKeyring *kr, const char *path);
 /* The same for a buffer: PEM as above, or one DER SubjectPublicKeyInfo or
  * X.509 certificate. */

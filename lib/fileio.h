@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+/* File I/O shared by libiver, iverd and iverctl: whole reads and writes that
+ * survive EINTR and short counts, opening a file that must be a regular file
+ * (configuration, policy, keys) without blocking or following a symlink, and
+ * replacing a file atomically. Internal (lib/), not part of the public API. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* Read until EOF or size bytes; *ret_len receives what was read. */
+int iver_read_full(int fd, void *buf, size_t size, size_t *ret_len);
+/* Write all len bytes (retrying short writes and EINTR). */
+int iver_write_full(int fd, const void *buf, size_t len);
+
+enum {
+        IVER_OPEN_DIR_OK = 1 << 0,      /* a directory is opened too (O_DIRECTORY callers read it) */
+        IVER_OPEN_DEV_NULL_OK = 1 << 1, /* /dev/null (a character device) reads as empty */
+};
+
+/* Open path for reading with O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_NOCTTY|O_CLOEXEC
+ * and check what it is: a FIFO, socket or device never blocks the caller.
+ * Returns the fd, or -ELOOP (path is a symbolic link: not followed),
+ * -EBADFD (not a regular file: a FIFO, socket or device), -EISDIR (a
+ * directory without IVER_OPEN_DIR_OK), or the open's -errno. ret_st
+ * (optional) receives the fstat. */
+int iver_open_regular(const char *path, unsigned flags, struct stat *ret_st);
+/* Read at most max bytes of an fd from iver_open_regular(): -EFBIG if the
+ * file holds more. The buffer is NUL-terminated (not counted in *ret_len). */
+int iver_read_fd_max(int fd, size_t max, char **ret, size_t *ret_len);
+/* iver_open_regular() + iver_read_fd_max(). */
+int iver_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+/* A short explanation of the errors above for messages ("a symbolic link
+ * (not followed)", "not a regular file (a FIFO, socket or device)"), else
+ * strerror(-r). */
+const char *iver_file_strerror(int r);
+
+enum {
+        IVER_WRITE_SYNC = 1 << 0,       /* fsync the file and the directory: durable across a crash */
+        IVER_WRITE_EXACT_MODE = 1 << 1, /* mode as given, not reduced by the umask */
+};
+
+/* Replace dir_fd/name atomically with data: a new temporary file in the same
+ * directory (O_CREAT|O_EXCL|O_NOFOLLOW, a random name: never an existing
+ * file or a planted symlink), written fully, then renamed over name. */
+int iver_write_file_atomic_at(int dir_fd, const char *name, const void *data, size_t len, mode_t mode,
+                              unsigned flags);
+/* The same for a path (its directory opened with O_DIRECTORY). */
+int iver_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags);
