@@ -15,10 +15,12 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include "digest-internal.h"
 #include "iver/measure.h"
 #include "macro.h"
+#include "pseudofs.h"
 
 #define READ_BUF (128U * 1024U)
 #define DEFAULT_CHUNK (1024U * 1024U)
@@ -137,7 +139,9 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
         r = iver_stat_fd(o->statx, fd, want_version, &before);
         if (r < 0)
                 goto out;
-        if (!S_ISREG(before.mode)) {
+        struct statfs sfs;
+        if (!S_ISREG(before.mode) || (fstatfs(fd, &sfs) == 0 && iver_fs_is_pseudo((uint64_t) sfs.f_type, NULL))) {
+                /* a pseudo filesystem's file (proc, sysfs…) is never hashed: lib/pseudofs.h */
                 m->st = before;
                 m->status = IVER_MEASURE_NOT_REGULAR;
                 r = 1;

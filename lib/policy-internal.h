@@ -100,3 +100,5 @@ int policy_diag_add(IverPolicyDiags *d, IverDiagLevel level, const char *file, u
                     unsigned column, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* After all files: warn about rules an earlier rule makes unreachable. -ENOMEM. */
 int policy_warn_shadowed(PolicyBuilder *b);
+/* Warn on measure/appraise rules that can reach a pseudo filesystem. */
+int policy_warn_pseudo(PolicyBuilder *b);

@@ -10,6 +10,7 @@
 
 #include "macro.h"
 #include "policy-internal.h"
+#include "pseudofs.h"
 
 #define NONE UINT32_MAX
 
@@ -27,6 +28,41 @@ static uint64_t glob_hash(const Glob *g) {
 
 static bool rule_unconditional(const IverRule *r) {
         return !(r->set & COND_ATTR_MASK);
+}
+
+/* The first pseudo filesystem mount point in dirs a rule's path can reach
+ * (a file strictly below it may match), or NULL. */
+static const char *reaches(const IverRule *rule, char *const *dirs) {
+        for (size_t i = 0; dirs && dirs[i]; i++)
+                if (glob_may_match_below(&rule->path, (const uint8_t *) dirs[i], strlen(dirs[i])))
+                        return dirs[i];
+        return NULL;
+}
+
+/* measure/appraise rules whose path can reach a pseudo filesystem: iverd
+ * never hashes a file there (lib/pseudofs.h), so say so. The conventional
+ * mount points and the live mount table are both checked. */
+int policy_warn_pseudo(PolicyBuilder *b) {
+        const IverPolicy *p = b->policy;
+        char **live = NULL;
+        int r = iver_pseudo_fs_mounts(&live);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < p->n_rules && r >= 0; i++) {
+                const IverRule *rule = &p->rules[i];
+                if ((rule->action != IVER_ACTION_MEASURE && rule->action != IVER_ACTION_APPRAISE) ||
+                    !(rule->set & (1u << COND_PATH)))
+                        continue;
+                const char *dir = reaches(rule, (char *const *) iver_pseudo_fs_dirs) ?: reaches(rule, live);
+                if (!dir)
+                        continue;
+                r = policy_diag_add(b->diags, IVER_DIAG_WARNING, p->files[rule->file], rule->line, 1,
+                                    "path can reach %s, a pseudo filesystem: files there are never measured "
+                                    "(the kernel makes their content on read), expected a path outside "
+                                    "proc, sysfs, debugfs and the like", dir);
+        }
+        iver_strv_free(live);
+        return r < 0 ? r : 0;
 }
 
 /* A rule is unreachable when an earlier rule of its class without attribute

@@ -323,6 +323,8 @@ static int builder_finish(PolicyBuilder *b, int io_err, IverPolicy **ret) {
 
         if (b->diags->n_errors == 0) {
                 r = policy_warn_shadowed(b);
+                if (r >= 0)
+                        r = policy_warn_pseudo(b);
                 if (r < 0)
                         return r;
         }

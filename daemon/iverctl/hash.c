@@ -114,7 +114,7 @@ int verb_hash(int argc, char *argv[]) {
                                 warn_path(path, "provisional (no read lease: open writers or no permission)");
                         break;
                 case IVER_CHECK_NOT_REGULAR:
-                        warn_path(path, "not a regular file, not measured");
+                        warn_path(path, "not a regular file (or on a pseudo filesystem such as proc), not measured");
                         if (ret == IVERCTL_EXIT_OK)
                                 ret = IVERCTL_EXIT_NOT_REGULAR;
                         break;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pseudofs.h"
 #include "checker.h"
 #include "evidence.h"
 #include "log.h"
@@ -76,6 +77,11 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
                 .mode = st->mode,
                 .size = st->size,
         };
+        if (iver_fs_is_pseudo(attr.fs_magic, NULL)) {
+                /* proc, sysfs…: never hashed, whatever the policy says (lib/pseudofs.h) */
+                iver_check_forget(m->ctx, path);
+                return true;
+        }
         IverPolicyDecision d, a;
         bool measure = iver_policy_match(m->policy, IVER_CLASS_MEASURE, path, strlen(path), &attr, &d) >= 0 &&
                        d.matched && d.action == IVER_ACTION_MEASURE;

@@ -114,6 +114,12 @@ int settings_load_policy(const Overrides *o, IverPolicy **ret, char **ret_source
                 iver_policy_diags_done(&diags);
                 return r;
         }
+        for (size_t i = 0; i < diags.n_items; i++) {
+                char *msg = NULL;
+                if (diags.items[i].level == IVER_DIAG_WARNING && iver_policy_diag_format(&diags.items[i], &msg) >= 0)
+                        log_warning("Policy: %s", msg);
+                free(msg);
+        }
         iver_policy_diags_done(&diags);
         *ret_source = strdup(o->policy ?: IVER_POLICY_FILE " + " IVER_POLICY_DROPIN_DIR);
         *ret = p;

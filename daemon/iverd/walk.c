@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include "checker.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
 #include "path.h"
+#include "pseudofs.h"
 #include "walk.h"
 #include "onaccess.h"
 #include "watch.h"
@@ -113,6 +115,14 @@ static int walk_step(sd_event_source *s, void *userdata) {
                         if (fd < 0) {
                                 if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
                                         log_warning_errno(errno, "Cannot read directory %s: %m", w->cur_path);
+                                continue;
+                        }
+                        struct statfs sfs;
+                        const char *fs;
+                        if (fstatfs(fd, &sfs) == 0 && iver_fs_is_pseudo((uint64_t) sfs.f_type, &fs)) {
+                                /* never descend into proc, sysfs… (lib/pseudofs.h) */
+                                log_debug("Not walking %s: a pseudo filesystem (%s) is never measured", w->cur_path, fs);
+                                close(fd);
                                 continue;
                         }
                         w->cur = fdopendir(fd);
