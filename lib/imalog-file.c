@@ -112,7 +112,8 @@ static int replace_file(int dir_fd, const char *name, const IverImaLog *l, IverI
         int r;
 
         snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, (long) getpid());
-        _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, mode);
+        (void) unlinkat(dir_fd, tmp, 0); /* a stale one: O_EXCL below never reuses (or follows) it */
+        _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, mode);
         if (fd < 0)
                 return negative_errno();
         r = write_list(fd, l, format);
@@ -213,7 +214,7 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, IverImaLog **
         f->dir_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         if (f->dir_fd < 0)
                 return negative_errno();
-        f->bin_fd = openat(f->dir_fd, IVER_IMA_BINARY_FILE, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+        f->bin_fd = openat(f->dir_fd, IVER_IMA_BINARY_FILE, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
         if (f->bin_fd < 0)
                 return negative_errno();
         r = read_all(f->bin_fd, &buf, &size);

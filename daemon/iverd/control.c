@@ -275,7 +275,8 @@ static int make_socket(const char *path) {
         if (fd < 0)
                 return -errno;
         (void) unlink(path);
-        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || chmod(path, 0666) < 0 || listen(fd, 64) < 0) {
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ||
+            fchmodat(AT_FDCWD, path, 0666, AT_SYMLINK_NOFOLLOW) < 0 || listen(fd, 64) < 0) {
                 int r = -errno;
                 close(fd);
                 return r;

@@ -20,6 +20,7 @@
 #include "manager.h"
 #include "onaccess.h"
 #include "persist.h"
+#include "rundir.h"
 #include "recheck.h"
 #include "settings.h"
 #include "walk.h"
@@ -214,22 +215,6 @@ static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 
 /* ---- lifecycle ---- */
 
-static int mkdir_p(const char *path, mode_t mode) {
-        _cleanup_free_ char *p = strdup(path);
-        if (!p)
-                return -ENOMEM;
-        for (char *s = p + 1; *s; s++)
-                if (*s == '/') {
-                        *s = 0;
-                        if (mkdir(p, mode) < 0 && errno != EEXIST)
-                                return -errno;
-                        *s = '/';
-                }
-        if (mkdir(p, mode) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
-}
-
 int manager_new(const Overrides *o, Manager **ret) {
         Manager *m = calloc(1, sizeof(*m));
         char *err = NULL;
@@ -276,6 +261,10 @@ int manager_new(const Overrides *o, Manager **ret) {
         r = sd_event_default(&m->event);
         if (r < 0)
                 goto fail;
+        /* created if missing; refused if another user could plant files in them */
+        if ((r = rundir_prepare(m->conf.runtime_directory, 0755, "runtime")) < 0 ||
+            (r = rundir_prepare(m->conf.state_directory, 0700, "state")) < 0)
+                goto fail;
         persist_load(m);
         sigset_t ss;
         sigemptyset(&ss);
@@ -313,11 +302,6 @@ int manager_new(const Overrides *o, Manager **ret) {
                         goto fail;
         }
 
-        r = mkdir_p(m->conf.runtime_directory, 0755);
-        if (r < 0) {
-                log_error_errno(r, "Cannot create runtime directory %s: %m", m->conf.runtime_directory);
-                goto fail;
-        }
         r = evidence_new(m, &m->conf, &m->evidence);
         if (r < 0)
                 goto fail;

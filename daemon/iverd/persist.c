@@ -35,7 +35,7 @@ void persist_load(Manager *m) {
         char *path = snapshot_path(m);
         if (!path)
                 return;
-        (void) mkdir(m->conf.state_directory, 0700);
+        /* the state directory exists and was checked (rundir_prepare) */
         struct stat st;
         bool exists = stat(path, &st) == 0;
         int r = iver_boot_id(boot);
