@@ -18,7 +18,8 @@ static const struct {
         [VERB_RESCAN] = { "rescan", VERB_ROOT },
         [VERB_RELOAD] = { "reload", VERB_ROOT },
         [VERB_QUOTE] = { "quote", VERB_ROOT },
-        [VERB_EXPLAIN] = { "explain", VERB_READ },
+        /* root only: it stats any path as root (inode, size, timestamps, existence) */
+        [VERB_EXPLAIN] = { "explain", VERB_ROOT },
 };
 
 const char *verb_name(VerbId v) {

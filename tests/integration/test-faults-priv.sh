@@ -3,8 +3,8 @@
 # Privilege (issue 9): a test user (useradd -r) and a stats group (groupadd),
 # iverd started with IVERD_STATS_GROUP=<group>. Through the control socket:
 #   - a member by supplementary group (setpriv --reuid U --regid OTHER --groups G)
-#     and by primary group may use the read verbs (status stats list log settle
-#     explain) and is refused the root verbs (remeasure rescan reload quote);
+#     and by primary group may use the read verbs (status stats list log settle)
+#     and is refused the root verbs (remeasure rescan reload quote explain);
 #   - a non-member is refused everything; root is refused nothing;
 #   - the daemon's capabilities after setup, main thread and every task
 #     (/proc/PID/task/*/status): CapEff = CapPrm = CapBnd = 0x3020000c
@@ -43,9 +43,9 @@ IVERD_TPM_ARGS=(--tpm none --workers 2)
 IVERD_STATS_GROUP=$G start_iverd
 ctl settle --timeout 60 >/dev/null
 
-READ_VERBS=("status" "stats" "list" "log" "settle --timeout 5" "explain $D/tree/f1")
+READ_VERBS=("status" "stats" "list" "log" "settle --timeout 5")
 mkdir -p "$D/qout"; chmod 1777 "$D/qout"     # iverctl quote makes its --out directory before it asks
-ROOT_VERBS=("remeasure $D/tree/f1" "rescan" "reload" "quote --nonce 00112233 --out $D/qout/q")
+ROOT_VERBS=("remeasure $D/tree/f1" "rescan" "reload" "quote --nonce 00112233 --out $D/qout/q" "explain $D/tree/f1")
 P_CHECKS=0 P_WRONG=0
 # as WHO (setpriv args…) -- VERB: sets OUT RC
 as() {
