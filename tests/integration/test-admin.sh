@@ -12,6 +12,7 @@
 #   18  `iverctl explain` as a non-root member of the stats group on a
 #       root-only file: refused, no inode, size or timestamp in the answer
 # A temporary user and group are created and removed (EXIT trap). Needs root.
+# ADMIN_PARTS="15 17" runs some parts only (to show each fails on old code).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-fleet.sh
@@ -29,6 +30,7 @@ admin_cleanup() {
         for ((i = ${#FLEET_PIDS[@]} - 1; i >= 0; i--)); do fleet_stop_pid "${FLEET_PIDS[i]}"; done
         mountpoint -q "$D/tree" && umount "$D/tree"
         for ((i = ${#CLEAN[@]} - 1; i >= 0; i--)); do eval "${CLEAN[i]}" || true; done
+        set +e
         (exit "$rc")
         fleet_cleanup
 }
@@ -43,12 +45,16 @@ T=$D/tree
 mkdir -p "$T/etc"
 for i in 1 2 3; do echo "file $i" >"$T/etc/f$i"; done
 
+printf 'measure path=%s/** hash=sha256\n' "$T" >"$D/policy"
+PARTS=" ${ADMIN_PARTS:-15 16 17 18} "
+part() { [[ $PARTS == *" $1 "* ]]; }
 stat_of() { ctl stats --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 listed() { # PATH DIGEST: is the pair in the ASCII list
         grep -a -q "sha256:$2 $1\$" "$D/run/ascii_runtime_measurements"
 }
 
 # ------------------------------------------------------------------ 15
+if part 15; then
 step "15: --config replaced by a FIFO, then SIGHUP"
 printf '[Measure]\nWorkers=2\n' >"$D/iverd.conf"
 printf 'measure path=%s/** hash=sha256\n' "$T" >"$D/policy"
@@ -59,7 +65,7 @@ rm "$D/iverd.conf"
 mkfifo "$D/iverd.conf"
 kill -HUP "$IVERD_PID"
 for _ in $(seq 50); do grep -q "iverd.conf" "$D/iverd.log" && break; sleep 0.1; done
-grep -a "iverd.conf" "$D/iverd.log" | tail -2 | sed 's/^/  log: /'
+grep -a "iverd.conf" "$D/iverd.log" | tail -2 | sed 's/^/  log: /' || true
 grep -a -q "iverd.conf.*not a regular file" "$D/iverd.log" || fail "no clear error about the FIFO in the log"
 t0=$(date +%s%N)
 timeout 5 "$IVERCTL" status >/dev/null || fail "status does not answer after SIGHUP with a FIFO config"
@@ -74,7 +80,10 @@ echo "  iverctl reload: $out"
 fleet_stop_pid "$IVERD_PID"
 rm -f "$D/iverd.conf"
 
+fi
+
 # ------------------------------------------------------------------ 16
+if part 16; then
 step "16: a policy reaching /proc/*/pagemap"
 printf 'measure path=/proc/*/pagemap\nmeasure path=/sys/kernel/**\nmeasure path=%s/** hash=sha256\n' "$T" >"$D/policy"
 out=$(ctl policy check "$D/policy" 2>&1) || true
@@ -93,7 +102,10 @@ listed "$T/etc/f3" "$(sha256sum <"$T/etc/f3" | cut -d' ' -f1)" || fail "the real
 echo "  nothing under /proc or /sys listed; the real tree is"
 fleet_stop_pid "$IVERD_PID"
 
+fi
+
 # ------------------------------------------------------------------ 17
+if part 17; then
 step "17: runtime directories another user could write"
 refused() { # DIR LABEL: iverd must refuse to start with --runtime-dir DIR
         local dir=$1 label=$2 rc=0
@@ -105,6 +117,7 @@ refused() { # DIR LABEL: iverd must refuse to start with --runtime-dir DIR
 }
 mkdir "$D/evil"
 chown "$UID_" "$D/evil"
+chmod 0777 "$D/evil"   # as an attacker leaves it: anyone, root without CAP_DAC_OVERRIDE too, may create files
 setpriv --reuid "$UID_" --regid "$GID" --clear-groups ln -s "$D/target" "$D/evil/binary_runtime_measurements"
 setpriv --reuid "$UID_" --regid "$GID" --clear-groups ln -s "$D/target2" "$D/evil/ascii_runtime_measurements"
 refused "$D/evil" "owned by $U, symlinks planted"
@@ -117,7 +130,10 @@ ln -s "$D/real" "$D/linked"
 refused "$D/linked" "a symlink to a good directory"
 echo "  no file at any symlink target"
 
+fi
+
 # ------------------------------------------------------------------ 18
+if part 18; then
 step "18: explain as a non-root member of the stats group"
 mkdir -m 0700 "$T/secret"
 echo "root only" >"$T/secret/key"
@@ -142,6 +158,8 @@ out=$(as_member explain "$T/secret/nonexistent") || true
 [[ $out == *"permission denied"* ]] || fail "explain is an existence oracle: $out"
 ctl explain "$T/secret/key" | grep -q "\"ino\":[^,]*$ino" || fail "root's explain lost the inode"
 echo "  root: explain still answers"
+
+fi
 
 echo
 echo "PASS"

@@ -32,6 +32,7 @@ names_cleanup() {
         local rc=$? i
         for ((i = ${#FLEET_PIDS[@]} - 1; i >= 0; i--)); do fleet_stop_pid "${FLEET_PIDS[i]}"; done
         mountpoint -q "$D/tree" && umount "$D/tree"
+        set +e
         (exit "$rc")
         fleet_cleanup
 }
