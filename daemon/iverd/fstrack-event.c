@@ -32,7 +32,7 @@ static TrackedFs *find_fsid(FsTrack *t, const fsid_t *fsid) {
 
 static int mount_fd(TrackedFs *f) {
         if (f->mount_fd < 0)
-                f->mount_fd = open(f->mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                f->mount_fd = open(f->mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK); /* not O_PATH: EBADF */
         return f->mount_fd;
 }
 
