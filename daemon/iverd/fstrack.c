@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "path.h"
 
 static const char *const mode_names[_FSTRACK_MODE_MAX] = {
         [FSTRACK_FANOTIFY] = "fanotify-fid",
@@ -157,6 +158,14 @@ static FsTrackMode choose_mode(FsTrack *t, const char *dir, const struct statfs 
         return FSTRACK_FANOTIFY;
 }
 
+/* Whether the policy may measure something in a new subdirectory of dir:
+ * false for the ancestors of measured trees (/ and /srv above a tree /srv/tree),
+ * which the walk crosses but which hold nothing measured. */
+static bool holds_measured(FsTrack *t, const char *dir) {
+        _cleanup_free_ char *probe = path_join(dir, "\001");
+        return probe && manager_dir_wanted(t->m, probe);
+}
+
 bool fstrack_add_dir(FsTrack *t, const char *dir) {
         struct stat st;
         if (!t || stat(dir, &st) < 0)
@@ -164,7 +173,10 @@ bool fstrack_add_dir(FsTrack *t, const char *dir) {
         TrackedFs *f = fstrack_find_dev(t, fstrack_pack_dev(st.st_dev));
         if (f)
                 return f->mode == FSTRACK_FANOTIFY;
-        if (t->n_fs == FSTRACK_MAX_FS)
+        /* a filesystem crossed only on the way to a measured tree is not
+         * marked (its writes would all come to us): inotify watches the few
+         * ancestors */
+        if (t->n_fs == FSTRACK_MAX_FS || !holds_measured(t, dir))
                 return false;
         struct statfs sfs;
         if (statfs(dir, &sfs) < 0)
