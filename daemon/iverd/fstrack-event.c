@@ -113,6 +113,11 @@ static const HandleSlot *resolve_dir(FsTrack *t, TrackedFs *f, struct file_handl
                 return NULL;
         }
         buf[n] = 0;
+        struct stat st;
+        if (n > 10 && strcmp(buf + n - 10, " (deleted)") == 0 && lstat(buf, &st) < 0) {
+                close(fd); /* removed: the event of its own removal cleans up below it */
+                return NULL;
+        }
         if (!slot_fill(s, key, len) || !(s->path = strdup(buf))) {
                 slot_free(s);
                 close(fd);
@@ -239,7 +244,7 @@ static void on_event(FsTrack *t, const struct fanotify_event_metadata *md) {
         if (!wanted || !path)
                 return;
         if (dir) {
-                if (mask & FAN_MOVED_FROM)
+                if (mask & (FAN_MOVED_FROM | FAN_DELETE))
                         manager_forget_below(t->m, path);
                 if ((mask & FAN_MOVED_TO) && t->ignores > 0)
                         fstrack_flush_ignores(t); /* an ignored directory may have moved in */
