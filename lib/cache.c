@@ -22,16 +22,17 @@ typedef struct CacheEntry {
         uint64_t shadow_atime, shadow_mtime;
         uint32_t dev;
         uint16_t mode;
-        uint8_t algo : 7;
-        uint8_t mark : 1;       /* scan mark (iver_cache_*_mark) */
-        uint8_t flags : 6;
-        uint8_t source : 2;
+        uint16_t algo : 5;
+        uint16_t mark : 1;      /* scan mark (iver_cache_*_mark) */
+        uint16_t flags : 8;
+        uint16_t source : 2;
         uint32_t uid, gid;
         uint32_t path_off;
         uint32_t digest_off;
 } CacheEntry;
 
 _Static_assert(sizeof(CacheEntry) == 96, "cache entry grew");
+_Static_assert(_IVER_HASH_MAX <= 32, "algo bit-field too narrow");
 
 typedef struct Index {
         uint32_t *slots;
@@ -291,7 +292,7 @@ static void fill(CacheEntry *e, const IverEntry *src) {
         e->mode = (uint16_t) src->mode;
         e->uid = src->uid;
         e->gid = src->gid;
-        e->flags = src->flags & 0x3f;
+        e->flags = src->flags & 0xff;
         e->source = (uint8_t) src->source;
 }
 
@@ -404,6 +405,14 @@ void iver_cache_touch(IverCache *c, uint32_t idx, uint64_t shadow_atime, uint64_
         e->gid = st->gid;
 }
 
+void iver_cache_set_cookie(IverCache *c, uint32_t idx, const IverCookie *cookie) {
+        CacheEntry *e = entry(c, idx);
+        e->ctime = cookie->ctime;
+        e->mtime = cookie->mtime;
+        e->size = cookie->size;
+        e->version = cookie->version;
+}
+
 void iver_cache_set_mark(IverCache *c, uint32_t idx) {
         entry(c, idx)->mark = 1;
 }
@@ -419,7 +428,7 @@ void iver_cache_clear_marks(IverCache *c) {
 
 void iver_cache_update_flags(IverCache *c, uint32_t idx, uint32_t set, uint32_t clear) {
         CacheEntry *e = entry(c, idx);
-        e->flags = (e->flags & ~clear & 0x3f) | (set & 0x3f);
+        e->flags = (e->flags & ~clear & 0xff) | (set & 0xff);
 }
 
 void iver_cache_remove(IverCache *c, uint32_t idx) {

@@ -2,7 +2,10 @@
 /* One check of one path: the hit path is one statx and one lookup; a miss
  * hashes version-stably and records the digest under the observation it was
  * computed under. The ledger judges every check three ways. */
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "iver/check.h"
 #include "macro.h"
@@ -12,7 +15,31 @@ struct IverContext {
         IverCache *cache;
         IverLedger *ledger;
         IverCookieTable *cookies;
+        iver_attest_fn attest;
+        void *attest_userdata;
 };
+
+static const char *const reason_names[_IVER_REASON_MAX] = {
+        [IVER_REASON_HIT] = "hit",
+        [IVER_REASON_METADATA_ONLY] = "metadata-only",
+        [IVER_REASON_NEW] = "new",
+        [IVER_REASON_IDENTITY] = "identity",
+        [IVER_REASON_NOT_TRUSTED] = "not-trusted",
+        [IVER_REASON_ALGORITHM] = "algorithm",
+        [IVER_REASON_SIZE] = "size",
+        [IVER_REASON_WRITTEN] = "written",
+        [IVER_REASON_UNATTESTED] = "unattested",
+        [IVER_REASON_WRITERS] = "writers",
+};
+
+const char *iver_check_reason_to_string(IverCheckReason r) {
+        return r >= 0 && r < _IVER_REASON_MAX ? reason_names[r] : NULL;
+}
+
+void iver_context_set_attest(IverContext *ctx, iver_attest_fn fn, void *userdata) {
+        ctx->attest = fn;
+        ctx->attest_userdata = userdata;
+}
 
 static const char *const result_names[_IVER_CHECK_MAX] = {
         [IVER_CHECK_HIT] = "hit",
@@ -111,7 +138,7 @@ static uint32_t find_prev(const IverContext *ctx, const IverStat *st, const char
         return idx;
 }
 
-static IverCookieSource source_for(IverContext *ctx, int dirfd, const char *path, IverStat *st) {
+IverCookieSource iver_check_cookie_source(IverContext *ctx, int dirfd, const char *path, IverStat *st) {
         IverCookieSource s = iver_cookie_table_peek(ctx->cookies, st->dev);
         if (s >= 0)
                 return s;
@@ -134,10 +161,88 @@ static void outcome_reset(IverCheckOutcome *out) {
         out->provisional = out->digest_changed = false;
         out->digest.algo = _IVER_HASH_INVALID;
         out->digest.len = 0;
+        out->metadata_only = false;
+        out->reason = _IVER_REASON_INVALID;
         out->cookie = (IverCookie) { .source = _IVER_COOKIE_INVALID };
         out->id = (IverIdentity) {};
         out->idx = IVER_CACHE_NONE;
         out->bytes_hashed = 0;
+}
+
+/* Whether a read lease can be had on this very file now: refused while any
+ * fd is open for writing or a writable shared mapping exists (even with its
+ * fd closed). Cheap (open, fcntl, fcntl, close): only on the cookie-moved
+ * path. */
+static bool lease_free(int dirfd, const char *path, const IverStat *st) {
+        int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+        _cleanup_close_ int fd = openat(dirfd, path, flags | O_NOATIME);
+        if (fd < 0 && errno == EPERM)
+                fd = openat(dirfd, path, flags);
+        if (fd < 0)
+                return false;
+        struct stat now;
+        if (fstat(fd, &now) < 0 || !S_ISREG(now.st_mode) || (uint64_t) now.st_ino != st->ino)
+                return false; /* replaced meanwhile: let the hash find out */
+        if (fcntl(fd, F_SETLEASE, F_RDLCK) < 0)
+                return false; /* EAGAIN: writers; EACCES/EINVAL: cannot tell */
+        (void) fcntl(fd, F_SETLEASE, F_UNLCK);
+        return true;
+}
+
+#define UNTRUSTED_FLAGS (IVER_ENTRY_PROVISIONAL | IVER_ENTRY_RACY | IVER_ENTRY_UNSTABLE | IVER_ENTRY_STALE)
+
+bool iver_check_rule(IverContext *ctx, int dirfd, const char *path, const IverStat *st, IverCookieSource source,
+                     IverHashAlgo algo, IverCheckReason *ret_reason, uint32_t *ret_idx, bool *ret_same) {
+        IverCookie cookie = iver_cookie_from_stat(source, st);
+        IverEntry e;
+        bool same;
+        uint32_t idx = find_prev(ctx, st, path, &same, &e);
+        IverCheckReason reason;
+
+        *ret_idx = idx;
+        *ret_same = same;
+        if (idx == IVER_CACHE_NONE)
+                reason = IVER_REASON_NEW;
+        else if (!same)
+                reason = IVER_REASON_IDENTITY;
+        else if ((e.flags & (IVER_ENTRY_MEASURED | UNTRUSTED_FLAGS)) != IVER_ENTRY_MEASURED)
+                reason = IVER_REASON_NOT_TRUSTED;
+        else if (e.digest.algo != algo)
+                reason = IVER_REASON_ALGORITHM;
+        else {
+                IverCookie old = { .source = e.source, .ctime = e.ctime, .mtime = e.mtime, .size = e.size,
+                                   .version = e.version };
+                if (iver_cookie_equal(&old, &cookie))
+                        reason = IVER_REASON_HIT;
+                else if (e.size != st->size)
+                        reason = IVER_REASON_SIZE;
+                else if (!st->has_btime)
+                        reason = IVER_REASON_IDENTITY; /* generation unknown: cannot prove the same file */
+                else if (e.flags & IVER_ENTRY_WRITTEN)
+                        reason = IVER_REASON_WRITTEN;
+                else if (!ctx->attest)
+                        reason = IVER_REASON_UNATTESTED;
+                /* the lease first: once no writer holds the file, every write
+                 * it made has queued its event; the hook then drains them */
+                else if (!lease_free(dirfd, path, st))
+                        reason = IVER_REASON_WRITERS;
+                else if (ctx->attest(ctx->attest_userdata, st) <= 0)
+                        reason = IVER_REASON_UNATTESTED;
+                else {
+                        /* the drained events may have flagged (or moved) entries */
+                        idx = find_prev(ctx, st, path, &same, &e);
+                        *ret_idx = idx;
+                        *ret_same = same;
+                        if (idx == IVER_CACHE_NONE || !same)
+                                reason = IVER_REASON_NEW;
+                        else if (e.flags & (IVER_ENTRY_WRITTEN | UNTRUSTED_FLAGS))
+                                reason = IVER_REASON_WRITTEN;
+                        else
+                                reason = IVER_REASON_METADATA_ONLY;
+                }
+        }
+        *ret_reason = reason;
+        return reason != IVER_REASON_HIT && reason != IVER_REASON_METADATA_ONLY;
 }
 
 int iver_context_stat(IverContext *ctx, int dirfd, const char *path, IverStat *ret) {
@@ -172,30 +277,33 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
                 return 0;
         }
 
-        IverCookieSource source = source_for(ctx, dirfd, path, &st);
+        IverCookieSource source = iver_check_cookie_source(ctx, dirfd, path, &st);
         IverCookie cookie = iver_cookie_from_stat(source, &st);
+        IverCheckReason reason;
+        uint32_t idx;
         bool same;
-        IverEntry e;
-        uint32_t idx = find_prev(ctx, &st, path, &same, &e);
+        bool rehash = iver_check_rule(ctx, dirfd, path, &st, source, algo, &reason, &idx, &same);
 
         out->cookie = cookie;
-        if (idx != IVER_CACHE_NONE && same) {
-                IverCookie old = { .source = e.source, .ctime = e.ctime, .mtime = e.mtime, .size = e.size,
-                                   .version = e.version };
-                bool hit = (e.flags & (IVER_ENTRY_MEASURED | IVER_ENTRY_PROVISIONAL | IVER_ENTRY_RACY |
-                                       IVER_ENTRY_UNSTABLE | IVER_ENTRY_STALE)) == IVER_ENTRY_MEASURED &&
-                           e.digest.algo == algo && iver_cookie_equal(&old, &cookie);
-                if (hit) {
-                        uint64_t sa, sm;
-                        IverVerdict v = iver_ledger_judge(true, e.shadow_atime, e.shadow_mtime, false, &st, &sa, &sm);
-                        iver_cache_touch(ctx->cache, idx, sa, sm, &st);
-                        iver_ledger_account(ctx->ledger, &v, st.size, 0, 0, 0, path);
-                        out->result = IVER_CHECK_HIT;
-                        out->verdict = v;
-                        out->digest = e.digest;
-                        out->idx = idx;
-                        return 0;
+        out->reason = reason;
+        if (!rehash) {
+                IverEntry e;
+                uint64_t sa, sm;
+                iver_cache_get(ctx->cache, idx, &e);
+                IverVerdict v = iver_ledger_judge(true, e.shadow_atime, e.shadow_mtime, false, &st, &sa, &sm);
+                if (reason == IVER_REASON_METADATA_ONLY) {
+                        /* kernel IMA's last-writer rule: nobody wrote it, the digest stands */
+                        iver_cache_set_cookie(ctx->cache, idx, &cookie);
+                        v.metadata_only = true;
                 }
+                iver_cache_touch(ctx->cache, idx, sa, sm, &st);
+                iver_ledger_account(ctx->ledger, &v, st.size, 0, 0, 0, path);
+                out->result = IVER_CHECK_HIT;
+                out->metadata_only = reason == IVER_REASON_METADATA_ONLY;
+                out->verdict = v;
+                out->digest = e.digest;
+                out->idx = idx;
+                return 0;
         }
 
         *pending = (IverPending) {
@@ -205,6 +313,7 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
                 .same_file = same,
                 .iverd_rehash = true,
                 .algo = algo,
+                .reason = reason,
         };
         return 1;
 }
@@ -219,7 +328,8 @@ IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const Iver
 
 int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pending, int r, const IverMeasurement *m,
                       IverCheckOutcome *out) {
-        *out = (IverCheckOutcome) { .idx = IVER_CACHE_NONE, .id = iver_stat_identity(&pending->st) };
+        *out = (IverCheckOutcome) { .idx = IVER_CACHE_NONE, .id = iver_stat_identity(&pending->st),
+                                    .reason = pending->reason };
 
         if (r < 0) {
                 if (r == -ENOENT || r == -ENOTDIR)
@@ -298,6 +408,7 @@ int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pen
                 .id = e.id,
                 .idx = idx,
                 .bytes_hashed = m->bytes_hashed,
+                .reason = pending->reason,
         };
         return 0;
 }

@@ -2,6 +2,7 @@
 /* The avoided-remeasurement ledger: judging each observation three ways and
  * counting, from observed snapshots only, what each rule would have done. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "iver/ledger.h"
@@ -143,6 +144,7 @@ void iver_ledger_account(IverLedger *l, const IverVerdict *v, uint64_t size, int
                                 c->missed_by_mtime++;
                 }
         } else {
+                c->metadata_only += v->metadata_only;
                 if (v->atime) {
                         c->avoided_vs_atime++;
                         c->bytes_avoided_vs_atime += size;
@@ -223,37 +225,41 @@ unsigned iver_ledger_top(const IverLedger *l, IverLedgerTop *rows, unsigned n) {
         return k;
 }
 
-#define LEDGER_FIELDS(X)                 \
-        X(checks)                        \
-        X(first_seen)                    \
-        X(remeasured)                    \
-        X(avoided_vs_atime)              \
-        X(avoided_vs_mtime)              \
-        X(extra_vs_mtime)                \
-        X(missed_by_mtime)               \
-        X(unchanged_content)             \
-        X(atime_rehashes)                \
-        X(mtime_rehashes)                \
-        X(bytes_hashed)                  \
-        X(bytes_avoided_vs_atime)        \
-        X(bytes_avoided_vs_mtime)        \
-        X(hash_cpu_ns)                   \
-        X(unstable)                      \
-        X(provisional)
+#define FIELD(n, h, u) { #n, h, u, offsetof(IverLedgerCounters, n) }
+static const IverLedgerField fields[] = {
+        FIELD(checks, "checks made", ""),
+        FIELD(first_seen, "files measured for the first time", ""),
+        FIELD(remeasured, "re-hashes by iverd (content may have been written)", ""),
+        FIELD(metadata_only, "cookie moves proven unwritten (chmod, chown, xattr, link, touch): not re-hashed", ""),
+        FIELD(avoided_vs_atime, "re-hashes avoided vs the atime heuristic", ""),
+        FIELD(avoided_vs_mtime, "re-hashes avoided vs the mtime heuristic (mtime moved without a write)", ""),
+        FIELD(extra_vs_mtime, "re-hashes the mtime heuristic would skip", ""),
+        FIELD(missed_by_mtime, "changes the mtime heuristic would have missed", ""),
+        FIELD(unchanged_content, "re-hashes that found the same content", ""),
+        FIELD(atime_rehashes, "re-hashes the atime heuristic would make", ""),
+        FIELD(mtime_rehashes, "re-hashes the mtime heuristic would make", ""),
+        FIELD(bytes_hashed, "bytes hashed by iverd", "bytes"),
+        FIELD(bytes_avoided_vs_atime, "bytes the atime heuristic would hash in addition", "bytes"),
+        FIELD(bytes_avoided_vs_mtime, "bytes the mtime heuristic would hash in addition", "bytes"),
+        FIELD(hash_cpu_ns, "CPU time spent hashing", "ns"),
+        FIELD(unstable, "files that kept changing while hashed", ""),
+        FIELD(provisional, "measurements without a lease (open writers)", ""),
+};
+#undef FIELD
+
+const IverLedgerField *iver_ledger_fields(size_t *ret_n) {
+        *ret_n = ELEMENTSOF(fields);
+        return fields;
+}
 
 void iver_ledger_print(const IverLedgerCounters *c, FILE *f) {
-#define X(name) fprintf(f, "%-24s %" PRIu64 "\n", #name, c->name);
-        LEDGER_FIELDS(X)
-#undef X
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++)
+                fprintf(f, "%-24s %" PRIu64 "\n", fields[i].name, iver_ledger_field_value(c, &fields[i]));
 }
 
 void iver_ledger_print_json(const IverLedgerCounters *c, FILE *f) {
-        const char *sep = "";
         fputc('{', f);
-#define X(name)                                                  \
-        fprintf(f, "%s\"%s\":%" PRIu64, sep, #name, c->name);   \
-        sep = ",";
-        LEDGER_FIELDS(X)
-#undef X
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++)
+                fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", fields[i].name, iver_ledger_field_value(c, &fields[i]));
         fputc('}', f);
 }

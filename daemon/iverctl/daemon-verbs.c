@@ -15,6 +15,7 @@
 
 #include "client.h"
 #include "fileio.h"
+#include "iver/ledger.h"
 #include "iverctl.h"
 #include "output.h"
 
@@ -59,27 +60,22 @@ int verb_status(int argc, char *argv[]) {
         return IVERCTL_EXIT_OK;
 }
 
-static const struct {
+/* The ledger's own field table (lib/ledger.c), then the daemon's violations. */
+typedef struct StatField {
         const char *key, *help, *unit;
-} stat_fields[] = {
-        { "checks", "checks made", "" },
-        { "first_seen", "files measured for the first time", "" },
-        { "remeasured", "re-hashes by iverd (version changed)", "" },
-        { "avoided_vs_atime", "re-hashes avoided vs the atime heuristic", "" },
-        { "avoided_vs_mtime", "re-hashes avoided vs the mtime heuristic", "" },
-        { "extra_vs_mtime", "re-hashes the mtime heuristic would skip", "" },
-        { "missed_by_mtime", "changes the mtime heuristic would have missed", "" },
-        { "unchanged_content", "re-hashes that found the same content", "" },
-        { "atime_rehashes", "re-hashes the atime heuristic would make", "" },
-        { "mtime_rehashes", "re-hashes the mtime heuristic would make", "" },
-        { "bytes_hashed", "bytes hashed by iverd", "bytes" },
-        { "bytes_avoided_vs_atime", "bytes the atime heuristic would hash in addition", "bytes" },
-        { "bytes_avoided_vs_mtime", "bytes the mtime heuristic would hash in addition", "bytes" },
-        { "hash_cpu_ns", "CPU time spent hashing", "ns" },
-        { "unstable", "files that kept changing while hashed", "" },
-        { "provisional", "measurements without a lease (open writers)", "" },
-        { "violations", "integrity violations (unstable files, failed appraisals)", "" },
-};
+} StatField;
+
+static bool stat_field(size_t i, StatField *ret) {
+        size_t n;
+        const IverLedgerField *f = iver_ledger_fields(&n);
+        if (i < n)
+                *ret = (StatField) { f[i].name, f[i].help, f[i].unit };
+        else if (i == n)
+                *ret = (StatField) { "violations", "integrity violations (unstable files, failed appraisals)", "" };
+        else
+                return false;
+        return true;
+}
 
 int verb_stats(int argc, char *argv[]) {
         static const struct option options[] = {
@@ -132,17 +128,18 @@ int verb_stats(int argc, char *argv[]) {
                                 return IVERCTL_EXIT_FAILURE;
                         }
                 }
-                for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++) {
+                StatField sf;
+                for (size_t i = 0; stat_field(i, &sf); i++) {
                         json_object *v;
-                        if (!json_object_object_get_ex(s, stat_fields[i].key, &v))
+                        if (!json_object_object_get_ex(s, sf.key, &v))
                                 continue;
-                        bool ns = strcmp(stat_fields[i].unit, "ns") == 0;
+                        bool ns = strcmp(sf.unit, "ns") == 0;
                         const char *suffix = ns ? "_seconds_total" : "_total";
                         char name[128];
                         snprintf(name, sizeof(name), "iverd_%.*s%s",
-                                 ns ? (int) (strlen(stat_fields[i].key) - 3) : (int) strlen(stat_fields[i].key),
-                                 stat_fields[i].key, suffix);
-                        fprintf(f, "# HELP %s %s.\n# TYPE %s counter\n", name, stat_fields[i].help, name);
+                                 ns ? (int) (strlen(sf.key) - 3) : (int) strlen(sf.key),
+                                 sf.key, suffix);
+                        fprintf(f, "# HELP %s %s.\n# TYPE %s counter\n", name, sf.help, name);
                         if (ns)
                                 fprintf(f, "%s %.9f\n", name, (double) json_object_get_uint64(v) / 1e9);
                         else
@@ -171,11 +168,11 @@ int verb_stats(int argc, char *argv[]) {
                         }
                 }
         } else {
-                for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++) {
+                StatField sf;
+                for (size_t i = 0; stat_field(i, &sf); i++) {
                         json_object *v;
-                        if (json_object_object_get_ex(s, stat_fields[i].key, &v))
-                                printf("%-24s %14" PRIu64 "  %s\n", stat_fields[i].key, json_object_get_uint64(v),
-                                       stat_fields[i].help);
+                        if (json_object_object_get_ex(s, sf.key, &v))
+                                printf("%-24s %14" PRIu64 "  %s\n", sf.key, json_object_get_uint64(v), sf.help);
                 }
                 if (rows && json_object_array_length(rows) > 0) {
                         printf("\n%-12s %-12s %-14s %s\n", "REMEASURED", "AVOIDED", "BYTES", "PATH");

@@ -15,9 +15,11 @@
 #include "checker.h"
 #include "control.h"
 #include "evidence.h"
+#include "fstrack.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "mounts.h"
 #include "onaccess.h"
 #include "persist.h"
 #include "rundir.h"
@@ -195,6 +197,7 @@ int manager_reload(Manager *m, char **ret_error) {
         m->policy = p;
         free(m->policy_source);
         m->policy_source = source;
+        fstrack_policy_changed(m->fstrack);
         log_reload(true, m->policy_source ?: "");
         (void) manager_rescan(m);
         sd_notify(0, "READY=1");
@@ -293,7 +296,8 @@ int manager_new(const Overrides *o, Manager **ret) {
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_OFF);
-        if ((r = walk_new(m, &m->walk)) < 0 || (r = watch_new(m, &m->watch)) < 0 ||
+        if ((r = fstrack_new(m, &m->fstrack)) < 0 || (r = mounts_new(m, &m->mounts)) < 0 ||
+            (r = walk_new(m, &m->walk)) < 0 || (r = watch_new(m, &m->watch)) < 0 ||
             (r = recheck_new(m, &m->recheck)) < 0)
                 goto fail;
         if (m->conf.on_access != IVER_ON_ACCESS_NONE) {
@@ -326,6 +330,8 @@ Manager *manager_free(Manager *m) {
         recheck_free(m->recheck);
         walk_free(m->walk);
         watch_free(m->watch);
+        mounts_free(m->mounts);
+        fstrack_free(m->fstrack);
         sd_event_source_disable_unref(m->worker_source);
         sd_event_source_disable_unref(m->dispatch_source);
         sd_event_source_disable_unref(m->rescan_timer);

@@ -14,6 +14,8 @@
 
 typedef struct Walk Walk;
 typedef struct Watch Watch;
+typedef struct FsTrack FsTrack;
+typedef struct Mounts Mounts;
 typedef struct Control Control;
 typedef struct Evidence Evidence;
 typedef struct OnAccess OnAccess;
@@ -46,6 +48,8 @@ typedef struct Manager {
         unsigned max_inflight;
         Walk *walk;
         Watch *watch;
+        FsTrack *fstrack;               /* whole-filesystem change tracking (fanotify; watch is the fallback) */
+        Mounts *mounts;                 /* mount table changes → rescans */
         Control *control;
         Evidence *evidence;             /* measurement list + TPM (may be NULL) */
         OnAccess *onaccess;             /* fanotify triggers (NULL: OnAccess=none) */

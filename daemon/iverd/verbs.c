@@ -7,6 +7,7 @@
 
 #include "control.h"
 #include "evidence.h"
+#include "fstrack.h"
 #include "log.h"
 #include "manager.h"
 #include "onaccess.h"
@@ -40,6 +41,9 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
                 json_object_array_add(vs, e);
         }
         ADD(o, "version_sources", vs);
+        ADD(o, "tracking", fstrack_status(m->fstrack));
+        ADD(o, "tracking_events", U64(fstrack_events(m->fstrack)));
+        ADD(o, "tracking_overflows", U64(fstrack_overflows(m->fstrack)));
         ADD(o, "watches", U64(watch_count(m->watch)));
         ADD(o, "unwatched_dirs", U64(watch_failed(m->watch)));
         ADD(o, "inotify_overflows", U64(watch_overflows(m->watch)));
@@ -69,11 +73,10 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
 static json_object *verb_stats(Manager *m, Conn *c, json_object *req) {
         const IverLedgerCounters *k = iver_ledger_counters(iver_context_ledger(m->ctx));
         json_object *o = ok_reply(), *s = json_object_new_object();
-#define F(name) ADD(s, #name, U64(k->name));
-        F(checks) F(first_seen) F(remeasured) F(avoided_vs_atime) F(avoided_vs_mtime) F(extra_vs_mtime)
-        F(missed_by_mtime) F(unchanged_content) F(atime_rehashes) F(mtime_rehashes) F(bytes_hashed)
-        F(bytes_avoided_vs_atime) F(bytes_avoided_vs_mtime) F(hash_cpu_ns) F(unstable) F(provisional)
-#undef F
+        size_t nf;
+        const IverLedgerField *fields = iver_ledger_fields(&nf);
+        for (size_t i = 0; i < nf; i++)
+                ADD(s, fields[i].name, U64(iver_ledger_field_value(k, &fields[i])));
         ADD(s, "violations", U64(m->violations));
         for (int i = 0; i < _IVER_APPRAISAL_MAX; i++) {
                 char key[64];
@@ -246,7 +249,8 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
         if (r < 0)
                 ADD(o, "stat_error", json_object_new_string(strerror(-r)));
         IverCookieTable *t = iver_context_cookies(m->ctx);
-        IverCookieSource src = r >= 0 ? iver_cookie_table_source(t, st.dev, AT_FDCWD, path) : _IVER_COOKIE_INVALID;
+        IverCookieSource src = r >= 0 ? iver_check_cookie_source(m->ctx, AT_FDCWD, path, &st) : _IVER_COOKIE_INVALID;
+        IverPolicyDecision dec = { .matched = false, .hash = _IVER_HASH_INVALID };
         if (r >= 0) {
                 json_object *id = json_object_new_object();
                 char d[32];
@@ -260,7 +264,6 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                 ADD(o, "cookie_now", cookie_json(&now));
                 IverFileAttr attr = { .fs_magic = iver_cookie_table_fs_magic(t, st.dev), .owner = st.uid,
                                       .subject_uid = IVER_UID_UNKNOWN, .mode = st.mode, .size = st.size };
-                IverPolicyDecision dec;
                 json_object *pol = json_object_new_object();
                 if (iver_policy_match(m->policy, IVER_CLASS_MEASURE, path, strlen(path), &attr, &dec) >= 0) {
                         ADD(pol, "action", json_object_new_string(iver_policy_action_to_string(dec.action)));
@@ -299,6 +302,7 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                         { IVER_ENTRY_UNSTABLE, "unstable", "kept changing while hashed: no digest recorded" },
                         { IVER_ENTRY_STALE, "stale", "a writer closed it since: the next check re-hashes" },
                         { IVER_ENTRY_VIOLATION, "violation", "a violation was recorded" },
+                        { IVER_ENTRY_WRITTEN, "written", "a write was seen (or could not be ruled out) since: a cookie move re-hashes" },
                 };
                 for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++)
                         if (e.flags & fl[i].bit) {
@@ -310,17 +314,23 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                 ADD(last, "flags", flags);
                 ADD(o, "last_measurement", last);
                 if (r >= 0) {
-                        bool same_id = e.id.dev == st.dev && e.id.ino == st.ino && (e.id.gen == st.gen || !st.has_btime);
-                        IverCookie now = iver_cookie_from_stat(src, &st);
-                        bool iverd = !same_id || !iver_cookie_equal(&old, &now) ||
-                                     (e.flags & (IVER_ENTRY_PROVISIONAL | IVER_ENTRY_RACY | IVER_ENTRY_UNSTABLE | IVER_ENTRY_STALE));
+                        /* the library's own hit rule (lease probe and attestation included) */
+                        IverHashAlgo algo = m->conf.hash;
+                        if (dec.matched && dec.action == IVER_ACTION_MEASURE && dec.hash >= 0)
+                                algo = dec.hash;
+                        IverCheckReason why;
+                        uint32_t cmp;
+                        bool same_id;
+                        bool rehash = iver_check_rule(m->ctx, AT_FDCWD, path, &st, src, algo, &why, &cmp, &same_id);
                         json_object *w = json_object_new_object();
-                        ADD(w, "iverd", json_object_new_string(iverd ? "re-hash" : "hit"));
+                        ADD(w, "iverd", json_object_new_string(rehash ? "re-hash" : why == IVER_REASON_METADATA_ONLY ? "metadata-only" : "hit"));
+                        ADD(w, "reason", json_object_new_string(iver_check_reason_to_string(why)));
                         ADD(w, "atime_heuristic", json_object_new_string(iver_shadow_atime(&st) != e.shadow_atime ? "re-hash" : "skip"));
                         ADD(w, "mtime_heuristic", json_object_new_string(iver_shadow_mtime(&st) != e.shadow_mtime ? "re-hash" : "skip"));
                         ADD(w, "same_identity", json_object_new_boolean(same_id));
                         ADD(o, "next_check", w);
                 }
+                ADD(o, "attestation", fstrack_explain(m->fstrack, r >= 0 ? &st : NULL, e.id.dev, e.id.ino));
         }
         json_object *entries = json_object_new_array();
         if (m->evidence)

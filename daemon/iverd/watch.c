@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* inotify watches on measured directories. */
+/* inotify watches on measured directories: the fallback for filesystems
+ * that whole-filesystem tracking (fstrack.c) cannot mark. The watch budget
+ * (fs.inotify.max_user_watches) is root's, shared with every other root
+ * program: iverd uses at most half of what was free when it first needed a
+ * watch, and none at all where fanotify covers the filesystem. */
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "fstrack.h"
 #include "macro.h"
 #include "manager.h"
 #include "path.h"
@@ -28,6 +35,7 @@ struct Watch {
         WatchDir *dirs;          /* open addressing by wd */
         unsigned n, cap, tomb;
         unsigned failed;
+        long budget;             /* watches iverd may hold (-1: not computed yet) */
         bool warned_limit;
         uint64_t overflows, events;
 };
@@ -39,6 +47,7 @@ int watch_new(Manager *m, Watch **ret) {
         if (!w)
                 return -ENOMEM;
         w->m = m;
+        w->budget = -1;
         w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (w->fd < 0) {
                 int r = -errno;
@@ -108,15 +117,85 @@ static void forget(Watch *w, int wd) {
         }
 }
 
+static void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+static void fclosep(FILE **f) {
+        if (*f)
+                fclose(*f);
+}
+#define _cleanup_closedir_ _cleanup_(closedirp)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+
+/* inotify watches root already holds: "inotify wd:" lines in the fdinfo of
+ * every inotify fd of every root process. Once, at the first watch. */
+static long watches_in_use(void) {
+        _cleanup_closedir_ DIR *proc = opendir("/proc");
+        long n = 0;
+        if (!proc)
+                return 0;
+        for (struct dirent *p; (p = readdir(proc));) {
+                char path[600], link[64];
+                if (p->d_name[0] < '0' || p->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/status", p->d_name);
+                _cleanup_fclose_ FILE *st = fopen(path, "re");
+                char line[256];
+                bool root = false;
+                while (st && fgets(line, sizeof(line), st))
+                        if (strncmp(line, "Uid:", 4) == 0) {
+                                root = strtol(line + 4, NULL, 10) == 0;
+                                break;
+                        }
+                if (!root)
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/fd", p->d_name);
+                _cleanup_closedir_ DIR *fds = opendir(path);
+                for (struct dirent *f; fds && (f = readdir(fds));) {
+                        snprintf(path, sizeof(path), "/proc/%s/fd/%s", p->d_name, f->d_name);
+                        ssize_t k = readlink(path, link, sizeof(link) - 1);
+                        if (k <= 0 || (link[k] = 0, strcmp(link, "anon_inode:inotify") != 0))
+                                continue;
+                        snprintf(path, sizeof(path), "/proc/%s/fdinfo/%s", p->d_name, f->d_name);
+                        _cleanup_fclose_ FILE *fi = fopen(path, "re");
+                        while (fi && fgets(line, sizeof(line), fi))
+                                n += strncmp(line, "inotify wd:", 11) == 0;
+                }
+        }
+        return n;
+}
+
+static long compute_budget(void) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/sys/fs/inotify/max_user_watches", "re");
+        long max = 8192;
+        if (!f || fscanf(f, "%ld", &max) != 1)
+                max = 8192;
+        long free_ = max - watches_in_use();
+        long b = free_ / 2;
+        log_debug("inotify budget: %ld watches (max_user_watches %ld, %ld free)", b, max, free_);
+        return b > 0 ? b : 0;
+}
+
+long watch_budget(const Watch *w) {
+        return w->budget;
+}
+
 void watch_add(Watch *w, const char *dir) {
-        int wd = inotify_add_watch(w->fd, dir, WATCH_MASK);
+        if (fstrack_add_dir(w->m->fstrack, dir))
+                return; /* the filesystem mark sees everything below */
+        if (w->budget < 0)
+                w->budget = compute_budget();
+        int wd = (long) w->n < w->budget ? inotify_add_watch(w->fd, dir, WATCH_MASK) : (errno = ENOSPC, -1);
         if (wd < 0) {
                 if (errno == ENOSPC) {
+                        fstrack_note_unwatched(w->m->fstrack, dir);
                         w->failed++;
                         if (!w->warned_limit) {
                                 w->warned_limit = true;
-                                log_warning("inotify watch limit reached at %s: unwatched directories are covered by the periodic rescan "
-                                            "(raise fs.inotify.max_user_watches)", dir);
+                                log_warning("inotify watch budget (%ld, half of what was free) reached at %s: unwatched "
+                                            "directories are covered by the periodic rescan (raise fs.inotify.max_user_watches)",
+                                            w->budget, dir);
                         }
                 } else if (errno != ENOENT && errno != ENOTDIR)
                         log_warning_errno(errno, "Cannot watch %s: %m", dir);
@@ -163,6 +242,7 @@ static void handle(Watch *w, const struct inotify_event *ev) {
         if (ev->mask & IN_Q_OVERFLOW) {
                 w->overflows++;
                 log_warning("inotify queue overflowed: events were lost, rescanning everything");
+                fstrack_coverage_break(w->m->fstrack, FSTRACK_INOTIFY);
                 (void) manager_rescan(w->m);
                 return;
         }

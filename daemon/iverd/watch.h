@@ -6,7 +6,9 @@
 typedef struct Manager Manager;
 typedef struct Watch Watch;
 
-/* inotify triggers: one watch a measured directory. Events on files queue a
+/* inotify triggers, the fallback of fstrack.c: one watch a measured
+ * directory on a filesystem fanotify cannot mark (none where it can), within
+ * a budget of half the watches root had free. Events on files queue a
  * check; new or moved-in directories are walked; IN_Q_OVERFLOW means events
  * were lost, so everything is rescanned. When the watch limit is reached the
  * unwatched directories are counted and covered by the periodic rescan. */
@@ -18,3 +20,4 @@ unsigned watch_count(const Watch *w);
 unsigned watch_failed(const Watch *w);     /* directories left unwatched (limit) */
 uint64_t watch_overflows(const Watch *w);
 uint64_t watch_events(const Watch *w);
+long watch_budget(const Watch *w);        /* -1 until the first watch */

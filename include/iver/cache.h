@@ -22,6 +22,8 @@ enum {
         IVER_ENTRY_UNSTABLE    = 1 << 3, /* kept changing while hashed; no trusted digest */
         IVER_ENTRY_VIOLATION   = 1 << 4, /* appraisal or other violation recorded */
         IVER_ENTRY_STALE       = 1 << 5, /* a writer closed the file: re-hash whatever the cookie says */
+        IVER_ENTRY_WRITTEN     = 1 << 6, /* a write to this inode was seen (or could not be ruled out) since
+                                          * the measurement: a cookie move re-hashes (never metadata-only) */
 };
 
 /* A copy of one entry, as the cache hands it out and takes it in. */
@@ -72,6 +74,9 @@ void iver_cache_clear_marks(IverCache *c);
 void iver_cache_set_mark(IverCache *c, uint32_t idx);
 bool iver_cache_has_mark(const IverCache *c, uint32_t idx);
 
+/* Record a new cookie (ctime, mtime, size, version) for entry idx without
+ * touching its digest: a metadata-only change (lib/check.c). */
+void iver_cache_set_cookie(IverCache *c, uint32_t idx, const IverCookie *cookie);
 /* Set and clear entry flags. */
 void iver_cache_update_flags(IverCache *c, uint32_t idx, uint32_t set, uint32_t clear);
 /* Remove entry idx (file deleted); other indexes may move. */

@@ -48,6 +48,47 @@ void iver_context_adopt(IverContext *ctx, IverCache *cache, const IverLedgerCoun
 IverLedger *iver_context_ledger(IverContext *ctx);
 IverCookieTable *iver_context_cookies(IverContext *ctx);
 
+/* Write attestation (kernel IMA's last-writer rule). A daemon that tracks
+ * writes to whole filesystems sets IVER_ENTRY_WRITTEN on an entry for every
+ * write event to its inode (and on every entry of a filesystem whose event
+ * stream broke: overflow, restart, fallback gap) and installs this hook. The
+ * hook returns > 0 when st->dev is tracked without a gap right now and every
+ * event the kernel has queued so far has been applied to the entry flags (it
+ * drains its queue); 0 when writes to st->dev cannot be attested. Without a
+ * hook every cookie move re-hashes. */
+typedef int (*iver_attest_fn)(void *userdata, const IverStat *st);
+void iver_context_set_attest(IverContext *ctx, iver_attest_fn fn, void *userdata);
+
+/* Why a check re-hashes or not: the one hit rule (begin and explain). */
+typedef enum IverCheckReason {
+        IVER_REASON_HIT,            /* cookie unchanged */
+        IVER_REASON_METADATA_ONLY,  /* cookie moved, size and identity same, no write since, lease free */
+        IVER_REASON_NEW,            /* nothing recorded for this file or path */
+        IVER_REASON_IDENTITY,       /* another inode or generation than recorded */
+        IVER_REASON_NOT_TRUSTED,    /* recorded result provisional, racy, unstable or stale (writer closed) */
+        IVER_REASON_ALGORITHM,      /* recorded digest uses another algorithm (a hash= rule changed) */
+        IVER_REASON_SIZE,           /* cookie moved and the size changed */
+        IVER_REASON_WRITTEN,        /* cookie moved and a write was seen since the measurement */
+        IVER_REASON_UNATTESTED,     /* cookie moved; writes to this filesystem are not tracked without a gap */
+        IVER_REASON_WRITERS,        /* cookie moved; no read lease now (open writer or writable mapping) */
+        _IVER_REASON_MAX,
+        _IVER_REASON_INVALID = -22,
+} IverCheckReason;
+
+const char *iver_check_reason_to_string(IverCheckReason r);
+
+/* Apply the hit rule to an observation (from iver_context_stat): the
+ * previous entry (by inode, else by path), and why iverd would re-hash or
+ * not. On the cookie-moved path it probes a read lease (open O_RDONLY +
+ * F_SETLEASE + release) and calls the attest hook. Returns true when a
+ * re-hash is needed. *ret_idx: the entry compared with or IVER_CACHE_NONE;
+ * *ret_same: it is this very file. */
+bool iver_check_rule(IverContext *ctx, int dirfd, const char *path, const IverStat *st, IverCookieSource source,
+                     IverHashAlgo algo, IverCheckReason *ret_reason, uint32_t *ret_idx, bool *ret_same);
+/* The cookie source the context uses for st->dev (probes the filesystem on
+ * first sight; may re-stat st). */
+IverCookieSource iver_check_cookie_source(IverContext *ctx, int dirfd, const char *path, IverStat *st);
+
 /* State carried from begin to finish. */
 typedef struct IverPending {
         IverStat st;                 /* observation at begin */
@@ -56,6 +97,7 @@ typedef struct IverPending {
         bool same_file;              /* idx is this very file (dev, ino, gen) */
         bool iverd_rehash;
         IverHashAlgo algo;
+        int reason;                  /* IverCheckReason: why begin asked for a hash */
 } IverPending;
 
 typedef struct IverCheckOutcome {
@@ -65,6 +107,8 @@ typedef struct IverCheckOutcome {
         IverMeasureStatus measure_status; /* for MEASURED/UNSTABLE */
         bool provisional;
         bool digest_changed;
+        bool metadata_only;          /* HIT after a cookie move proven unwritten: new cookie recorded */
+        IverCheckReason reason;      /* begin's decision */
         IverDigest digest;           /* the digest on record (HIT and MEASURED) */
         IverCookie cookie;
         IverIdentity id;

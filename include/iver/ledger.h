@@ -27,7 +27,23 @@ typedef struct IverLedgerCounters {
         uint64_t hash_cpu_ns;
         uint64_t unstable;
         uint64_t provisional;
+        uint64_t metadata_only;        /* cookie moved, proven unwritten (last-writer rule): not re-hashed */
 } IverLedgerCounters;
+
+/* The counters by name, in report order, with their help text and unit
+ * ("", "bytes", "ns"): the one table iverd's stats verb, iverctl's text and
+ * Prometheus output and the man pages follow. */
+typedef struct IverLedgerField {
+        const char *name;
+        const char *help;
+        const char *unit;
+        size_t offset;                 /* into IverLedgerCounters (uint64_t) */
+} IverLedgerField;
+
+const IverLedgerField *iver_ledger_fields(size_t *ret_n);
+static inline uint64_t iver_ledger_field_value(const IverLedgerCounters *c, const IverLedgerField *f) {
+        return *(const uint64_t *) ((const char *) c + f->offset);
+}
 
 /* Per-check verdicts, also the input of the per-path top-N. */
 typedef struct IverVerdict {
@@ -35,6 +51,7 @@ typedef struct IverVerdict {
         bool iverd;          /* iverd re-hashes */
         bool atime;          /* atime heuristic would re-hash */
         bool mtime;          /* mtime heuristic would re-hash */
+        bool metadata_only;  /* cookie moved, proven unwritten: not re-hashed (iverd false) */
 } IverVerdict;
 
 /* Shadow fingerprints of the fields each heuristic compares: equality of the

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Rescan-only directories (watch limit reached: here every inotify_add_watch
-# fails with ENOSPC through an LD_PRELOAD shim): a file deleted, one created
+# fails with ENOSPC, and fanotify_init fails, through an LD_PRELOAD shim): a file deleted, one created
 # and one changed between two rescans are all noticed — the deleted one
 # leaves `iverctl list` (mark and sweep), the others are measured.
 set -euo pipefail
@@ -19,6 +19,11 @@ cat >"$D/nowatch.c" <<'C'
 int inotify_add_watch(int fd, const char *path, uint32_t mask) {
         (void) fd; (void) path; (void) mask;
         errno = ENOSPC;
+        return -1;
+}
+int fanotify_init(unsigned flags, unsigned event_f_flags) {  /* no whole-filesystem tracking either */
+        (void) flags; (void) event_f_flags;
+        errno = ENOSYS;
         return -1;
 }
 C

@@ -2,6 +2,7 @@
 /* The ledger truth table: every combination of changed snapshot fields ×
  * digest changed, judged against each heuristic's own shadow. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +92,56 @@ START_TEST(test_unknown_digest_counts_neither) {
 }
 END_TEST
 
+/* A metadata-only change (cookie moved, proven unwritten): counted as such,
+ * nothing re-hashed; a touch (mtime moved, no write) is avoided_vs_mtime. */
+START_TEST(test_metadata_only) {
+        IverLedger *l = NULL;
+        ck_assert_int_eq(iver_ledger_new(5, &l), 0);
+        IverStat st0 = base(), st1 = changed(F_CTIME), st2 = changed(F_CTIME | F_MTIME);
+        uint64_t sa, sm;
+        IverVerdict v = iver_ledger_judge(false, 0, 0, true, &st0, &sa, &sm);
+        iver_ledger_account(l, &v, 4096, -1, 4096, 0, "/f");
+        v = iver_ledger_judge(true, sa, sm, false, &st1, &sa, &sm); /* chmod */
+        v.metadata_only = true;
+        iver_ledger_account(l, &v, 4096, 0, 0, 0, "/f");
+        v = iver_ledger_judge(true, sa, sm, false, &st2, &sa, &sm); /* touch */
+        v.metadata_only = true;
+        iver_ledger_account(l, &v, 4096, 0, 0, 0, "/f");
+        const IverLedgerCounters *c = iver_ledger_counters(l);
+        ck_assert_uint_eq(c->metadata_only, 2);
+        ck_assert_uint_eq(c->remeasured, 0);
+        ck_assert_uint_eq(c->extra_vs_mtime, 0);
+        ck_assert_uint_eq(c->avoided_vs_mtime, 1);
+        ck_assert_uint_eq(c->bytes_hashed, 4096);
+        iver_ledger_free(l);
+}
+END_TEST
+
+/* The one field table: every counter once, names unique, in the dumps. */
+START_TEST(test_field_table) {
+        size_t n;
+        const IverLedgerField *f = iver_ledger_fields(&n);
+        ck_assert_uint_eq(n, sizeof(IverLedgerCounters) / sizeof(uint64_t));
+        IverLedgerCounters c = {};
+        for (size_t i = 0; i < n; i++) {
+                ck_assert_ptr_nonnull(f[i].help);
+                ck_assert_uint_lt(f[i].offset, sizeof(c));
+                *(uint64_t *) ((char *) &c + f[i].offset) = i + 1;
+                for (size_t j = 0; j < i; j++)
+                        ck_assert_str_ne(f[i].name, f[j].name);
+        }
+        for (size_t i = 0; i < n; i++)
+                ck_assert_uint_eq(iver_ledger_field_value(&c, &f[i]), i + 1); /* offsets distinct */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        iver_ledger_print_json(&c, m);
+        fclose(m);
+        ck_assert_ptr_nonnull(strstr(buf, "\"metadata_only\":"));
+        free(buf);
+}
+END_TEST
+
 /* One read costs the atime heuristic one re-hash, not one at every later check. */
 START_TEST(test_read_counts_once) {
         IverLedger *l = NULL;
@@ -166,6 +217,8 @@ int main(void) {
         tcase_add_test(tc, test_read_counts_once);
         tcase_add_test(tc, test_mtime_shadow_sticks);
         tcase_add_test(tc, test_top_n);
+        tcase_add_test(tc, test_metadata_only);
+        tcase_add_test(tc, test_field_table);
         suite_add_tcase(s, tc);
         return iver_run_suite(s);
 }

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+/* Shared by fstrack.c (filesystems, coverage, status) and fstrack-event.c
+ * (decoding and dispatching fanotify events). */
+#include <fcntl.h>
+#include <sys/fanotify.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "fstrack.h"
+
+#define FSTRACK_MASK                                                                                       \
+        (FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE | \
+         FAN_DELETE_SELF | FAN_ONDIR)
+#define FSTRACK_MAX_FS 64
+#define FSTRACK_RECENT 256        /* last write events, for explain */
+#define FSTRACK_SLOTS 1024        /* direct-mapped handle caches */
+#define FSTRACK_IGNORES_MAX 8192  /* ignore marks on unmeasured directories */
+
+typedef struct TrackedFs {
+        uint32_t dev;
+        fsid_t fsid;
+        char *mount;              /* mount point: status, and mount_fd for open_by_handle_at */
+        char fstype[32];
+        FsTrackMode mode;
+        const char *why;          /* why not fanotify (static text) */
+        uint64_t coverage_since;  /* realtime µs */
+        uint64_t events, writes;
+        int mount_fd;             /* open during one batch of events only: never pins a mount */
+} TrackedFs;
+
+typedef struct RecentWrite {
+        uint32_t dev;
+        uint64_t ino;
+        uint64_t usec;
+        bool close;
+        char through[96];         /* the name the write came through (truncated) */
+} RecentWrite;
+
+/* A handle → (directory path, wanted) or (dev, ino) cache slot. */
+typedef struct HandleSlot {
+        void *key;                /* fs index, handle type, bytes */
+        size_t key_len;
+        char *path;               /* directory caches */
+        bool wanted;
+        uint32_t dev;             /* inode caches */
+        uint64_t ino;
+} HandleSlot;
+
+struct FsTrack {
+        Manager *m;
+        int fd;
+        int init_error;
+        sd_event_source *source;
+        TrackedFs fs[FSTRACK_MAX_FS];
+        unsigned n_fs;
+        HandleSlot dirs[FSTRACK_SLOTS], inodes[FSTRACK_SLOTS];
+        RecentWrite recent[FSTRACK_RECENT];
+        unsigned recent_next;
+        unsigned ignores;
+        bool ignores_ok;
+        uint64_t events, overflows;
+};
+
+uint64_t fstrack_now_usec(void);
+uint32_t fstrack_pack_dev(dev_t d);
+TrackedFs *fstrack_find_dev(FsTrack *t, uint32_t dev);
+
+int fstrack_on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+/* Read and apply queued events (at most rounds reads). Returns 0 when the
+ * queue is empty, -EAGAIN when events are left, -errno on error. */
+int fstrack_drain(FsTrack *t, unsigned rounds);
+void fstrack_caches_clear(FsTrack *t);
+void fstrack_flush_ignores(FsTrack *t);

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "iver/stat.h"
+
+typedef struct Manager Manager;
+typedef struct FsTrack FsTrack;
+
+/* Whole-filesystem change tracking (fstrack.c): one fanotify group
+ * (FAN_CLASS_NOTIF, directory handles + names and object handles) with a
+ * filesystem mark on every filesystem that holds a measured directory.
+ * Writes through any path, link or mount of the filesystem reach the cache
+ * entry of the inode (IVER_ENTRY_WRITTEN); namespace and attribute events
+ * below measured directories queue checks. Each filesystem has a mode:
+ *   fanotify-fid  marked; writes attested (metadata-only changes skip the hash)
+ *   inotify       no fanotify (no CAP_SYS_ADMIN, old kernel, no handles, a
+ *                 network filesystem): directory watches (watch.c), every
+ *                 cookie move re-hashes
+ *   rescan-only   inotify ran out of its budget on this filesystem
+ * and a coverage start: the time since which its event stream has been
+ * continuous (mark added, last overflow, daemon start). */
+typedef enum FsTrackMode {
+        FSTRACK_FANOTIFY,
+        FSTRACK_INOTIFY,
+        FSTRACK_RESCAN_ONLY,
+        _FSTRACK_MODE_MAX,
+} FsTrackMode;
+
+int fstrack_new(Manager *m, FsTrack **ret);
+FsTrack *fstrack_free(FsTrack *t);
+
+/* A measured directory is being walked: track its filesystem. Returns true
+ * when fanotify covers it (no inotify watch needed). */
+bool fstrack_add_dir(FsTrack *t, const char *dir);
+/* The filesystem of dir could not be watched by inotify (budget). */
+void fstrack_note_unwatched(FsTrack *t, const char *dir);
+/* Events were lost (fanotify or inotify overflow) for filesystems in mode:
+ * coverage restarts now, every entry there counts as written. */
+void fstrack_coverage_break(FsTrack *t, FsTrackMode mode);
+/* The policy changed: drop the ignore marks (they re-grow lazily). */
+void fstrack_policy_changed(FsTrack *t);
+/* The mount table changed: forget filesystems no longer mounted where
+ * they were (the walk of the mount change adds new ones). */
+void fstrack_mounts_changed(FsTrack *t);
+
+/* The attest hook of lib/check.c (iver_attest_fn). */
+int fstrack_attest(void *userdata, const IverStat *st);
+
+/* status: the "tracking" array; explain: what attests a file now. */
+json_object *fstrack_status(FsTrack *t);
+json_object *fstrack_explain(FsTrack *t, const IverStat *st, uint32_t dev, uint64_t ino);
+uint64_t fstrack_events(const FsTrack *t);
+uint64_t fstrack_overflows(const FsTrack *t);

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Mount table changes → rescans of what they cover. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fstrack.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "mounts.h"
+#include "walk.h"
+
+struct Mounts {
+        Manager *m;
+        int fd;
+        sd_event_source *source;
+        char **lines;            /* "ID MOUNTPOINT", sorted */
+        size_t n;
+        unsigned long long changes;
+};
+
+static void lines_free(char **l, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(l[i]);
+        free(l);
+}
+
+static int cmp(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo */
+static void unescape(char *s) {
+        char *o = s;
+        for (char *p = s; *p;)
+                if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
+                        *o++ = (char) (((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
+                        p += 4;
+                } else
+                        *o++ = *p++;
+        *o = 0;
+}
+
+/* Read the table: "ID MOUNTPOINT" per mount, sorted. */
+static int read_table(int fd, char ***ret, size_t *ret_n) {
+        size_t cap = 64 * 1024, len = 0;
+        _cleanup_free_ char *buf = malloc(cap);
+        if (!buf)
+                return -ENOMEM;
+        if (lseek(fd, 0, SEEK_SET) < 0)
+                return -errno;
+        for (;;) {
+                if (len + 1 >= cap) {
+                        char *nb = realloc(buf, cap * 2);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        cap *= 2;
+                }
+                ssize_t k = read(fd, buf + len, cap - len - 1);
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+        }
+        buf[len] = 0;
+        char **l = NULL;
+        size_t n = 0;
+        for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT ... */
+                char *f[5], *s2 = NULL;
+                unsigned k = 0;
+                for (char *tok = strtok_r(line, " ", &s2); tok && k < 5; tok = strtok_r(NULL, " ", &s2))
+                        f[k++] = tok;
+                if (k < 5)
+                        continue;
+                unescape(f[4]);
+                char **nl = realloc(l, (n + 1) * sizeof(char *));
+                if (!nl) {
+                        lines_free(l, n);
+                        return -ENOMEM;
+                }
+                l = nl;
+                if (asprintf(&l[n], "%s %s", f[0], f[4]) < 0) {
+                        lines_free(l, n);
+                        return -ENOMEM;
+                }
+                n++;
+        }
+        qsort(l, n, sizeof(char *), cmp);
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
+/* A mount at mp appeared or left: what is visible there changed. */
+static void covered(Mounts *t, const char *mp) {
+        Manager *m = t->m;
+        if (!manager_dir_wanted(m, mp))
+                return;
+        log_info("Mount table changed at %s: rescanning it", mp);
+        (void) walk_add(m->walk, mp);
+        /* cached files below it may be hidden or gone now: check each (ENOENT drops it) */
+        IverCache *c = iver_context_cache(m->ctx);
+        size_t len = strlen(mp);
+        bool root = strcmp(mp, "/") == 0;
+        for (uint32_t i = 0; i < iver_cache_size(c); i++) {
+                size_t plen;
+                const char *p = iver_cache_path(c, i, &plen);
+                if (root || (plen > len && p[len] == '/' && memcmp(p, mp, len) == 0)) {
+                        _cleanup_free_ char *copy = strdup(p);
+                        if (copy)
+                                manager_queue(m, copy);
+                }
+        }
+}
+
+static int on_change(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Mounts *t = userdata;
+        char **l;
+        size_t n;
+        if (read_table(t->fd, &l, &n) < 0)
+                return 0;
+        t->changes++;
+        fstrack_mounts_changed(t->m->fstrack);
+        /* merge the two sorted tables: a line in one only is a change */
+        for (size_t i = 0, j = 0; i < t->n || j < n;) {
+                int c = i == t->n ? 1 : j == n ? -1 : strcmp(t->lines[i], l[j]);
+                const char *line = c < 0 ? t->lines[i] : l[j];
+                if (c != 0)
+                        covered(t, strchr(line, ' ') + 1);
+                i += c <= 0;
+                j += c >= 0;
+        }
+        lines_free(t->lines, t->n);
+        t->lines = l;
+        t->n = n;
+        return 0;
+}
+
+int mounts_new(Manager *m, Mounts **ret) {
+        Mounts *t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->m = m;
+        t->fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+        int r = t->fd < 0 ? -errno : read_table(t->fd, &t->lines, &t->n);
+        if (r >= 0)
+                r = sd_event_add_io(m->event, &t->source, t->fd, EPOLLPRI, on_change, t);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot watch the mount table: %m; mounts over measured directories are seen at the next rescan");
+                if (t->fd >= 0)
+                        close(t->fd);
+                t->fd = -1;
+        }
+        *ret = t;
+        return 0;
+}
+
+Mounts *mounts_free(Mounts *t) {
+        if (!t)
+                return NULL;
+        sd_event_source_disable_unref(t->source);
+        if (t->fd >= 0)
+                close(t->fd);
+        lines_free(t->lines, t->n);
+        free(t);
+        return NULL;
+}
+
+unsigned long long mounts_changes(const Mounts *t) {
+        return t ? t->changes : 0;
+}

@@ -1,0 +1,255 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Kernel IMA's last-writer rule in iverd (issue 15 item 3, issue 13 items 7
+# and 9), against the real daemon on loop-mounted filesystems: metadata-only
+# changes are not re-hashed, and no sequence of writes and metadata changes
+# leaves a stale digest. Each adversarial sequence runs while iverd is
+# stopped (SIGSTOP: it sees only the end state and the queued events) or
+# restarted, and ends with a chmod — the change a ctime-only rule would call
+# metadata-only. After each: the last measurement-list entry of the file
+# (`iverctl log --ascii`) and `iverctl list` carry sha256sum of the file.
+#   write+chmod, write through a hard link outside the tree + chmod, mmap
+#   store + chmod, overflow during a write + chmod, daemon restart between
+#   write and chmod, truncate to the same size (zeros) + chmod;
+#   plus: chmod/chown/xattr alone → metadata_only, no bytes hashed; a write
+#   through an outside hard link with iverd running; a bind mount over a
+#   measured directory (the list follows what is visible).
+# IVER_FS picks filesystems (default "ext4 xfs btrfs tmpfs").
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib-mounts.sh
+source "$here/lib-mounts.sh"
+
+BUILD=${IVER_BUILD_DIR:-/work/main/build-itest}
+IVERD=$BUILD/iverd
+IVERCTL=$BUILD/iverctl
+for b in "$IVERD" "$IVERCTL"; do
+        [[ -x $b ]] || { echo "FAIL: $b not built (set IVER_BUILD_DIR)" >&2; exit 1; }
+done
+for t in python3 sha256sum setfattr; do
+        command -v "$t" >/dev/null 2>&1 || { echo "FAIL: $t not found" >&2; exit 1; }
+done
+[[ -e /proc/sys/fs/fanotify/max_queued_events ]] || iver_skip "no fanotify (kernel without FAN_REPORT_FID?)"
+
+iver_mounts_init
+W=$IVER_WORKDIR
+FQ=/proc/sys/fs/fanotify/max_queued_events
+FQ_SAVED=$(cat "$FQ")
+((FQ_SAVED > 1024)) || FQ_SAVED=16384
+D_PID=
+test_cleanup() {
+        local rc=$?
+        [[ $(cat "$FQ") == "$FQ_SAVED" ]] || echo "$FQ_SAVED" >"$FQ"
+        [[ -n $D_PID ]] && kill -CONT "$D_PID" 2>/dev/null
+        (exit "$rc")
+        iver_mounts_cleanup
+}
+trap test_cleanup EXIT
+FAILS=0
+TABLE=$W/table
+: >"$TABLE"
+
+fail() { echo "FAIL [$FS] $*" >&2; echo "FAIL [$FS] $*"; FAILS=$((FAILS + 1)); OK=0; }
+ctl() { "$IVERCTL" --socket "$D_DIR/run/iverd.sock" "$@"; }
+
+start_iverd() {         # start_iverd NAME: state kept in $W/NAME (a restart reuses it)
+        local i
+        D_DIR=$W/$1
+        mkdir -p "$D_DIR"
+        IVERD_LOG_STDERR=1 "$IVERD" --policy "$W/policy-$FS" --runtime-dir "$D_DIR/run" --state-dir "$D_DIR/state" \
+                --tpm none 2>>"$D_DIR/log" &
+        D_PID=$!
+        iver_track_pid "$D_PID"
+        for ((i = 0; i < 200; i++)); do
+                [[ -S $D_DIR/run/iverd.sock ]] && break
+                kill -0 "$D_PID" 2>/dev/null || break
+                sleep 0.05
+        done
+        [[ -S $D_DIR/run/iverd.sock ]] || { fail "iverd did not start"; tail "$D_DIR/log" >&2; return 1; }
+        ctl settle --timeout 120 >/dev/null || { fail "initial settle"; return 1; }
+}
+stop_iverd() {
+        kill -CONT "$D_PID" 2>/dev/null
+        kill -TERM "$D_PID" 2>/dev/null
+        wait "$D_PID" || fail "iverd exited with status $?"
+        D_PID=
+        rm -f "$D_DIR/run/iverd.sock"
+}
+stat_of() { ctl stats --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+status_of() { ctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+settle() {              # settle, and wait out provisional re-checks (≤ 5 s)
+        local i n
+        ctl settle --timeout 120 >/dev/null || fail "settle failed"
+        for ((i = 0; i < 50; i++)); do
+                n=$(status_of provisional_rechecks)
+                [[ $n == 0 ]] && break
+                sleep 0.1
+                ctl settle --timeout 60 >/dev/null
+        done
+}
+# check_digest PATH: the last list entry of PATH and `iverctl list` = sha256sum
+check_digest() {
+        local p=$1 want logd listd
+        want=sha256:$(sha256sum <"$p" | cut -d' ' -f1)
+        logd=$(ctl log --ascii | awk -v p="$p" '$5 == p { d = $4 } END { print d }')
+        listd=$(ctl list "$p" | awk '{ print $1 }')
+        if [[ $logd == "$want" && $listd == "$want" ]]; then
+                DIG=ok
+        else
+                DIG="STALE"
+                fail "$p: sha256sum $want, last list entry ${logd:-none}, iverctl list ${listd:-none}"
+        fi
+}
+# row NAME BEFORE_REMEASURED BEFORE_META: one line of the adversarial table
+row() {
+        local r m
+        r=$(stat_of remeasured); m=$(stat_of metadata_only)
+        printf '| %-6s | %-44s | %10s | %13s | %-6s | %s\n' "$FS" "$1" "+$((r - $2))" "+$((m - $3))" "$DIG" \
+                "$([[ $OK == 1 ]] && echo PASS || echo FAIL)" >>"$TABLE"
+        echo "  $1: remeasured +$((r - $2)) metadata_only +$((m - $3)) digest $DIG"
+}
+begin() { OK=1; DIG=-; R0=$(stat_of remeasured); M0=$(stat_of metadata_only); echo "== [$FS] $1"; }
+# same_size_write FILE: other bytes, same size, mtime and atime restored
+same_size_write() {
+        touch -r "$1" "$W/ref"
+        printf 'EVIL' | dd of="$1" bs=1 seek=100 conv=notrunc status=none
+        touch -r "$W/ref" "$1"
+}
+expect_rehash() {       # expect_rehash NAME: re-hashed (remeasured grew), digest right
+        local r
+        r=$(stat_of remeasured)
+        ((r > R0)) || fail "$1: not re-hashed"
+}
+
+run_fs() {
+        local t=$MNT/tree out=$MNT/outside f i
+        mkdir -p "$t/sub" "$out" "$W/bind-$FS"
+        for i in 1 2 3 4 5 6 7 8; do head -c 65536 /dev/urandom >"$t/f$i"; done
+        echo "under the bind mount" >"$W/bind-$FS/other"
+        echo "hidden" >"$t/sub/hidden"
+        ln "$t/f2" "$out/f2"
+        echo "measure path=$t/**" >"$W/policy-$FS"
+        start_iverd "d-$FS" || return
+        ctl status --json | python3 -c '
+import json,sys
+for e in json.load(sys.stdin)["tracking"]: print("  tracking:", json.dumps(e))' | tee -a "$W/tracking"
+
+        begin "chmod, chown, setfattr alone"
+        chmod 600 "$t/f1"; chown 4242 "$t/f1"; setfattr -n user.iver -v 1 "$t/f1"
+        settle
+        local b0
+        b0=$(stat_of bytes_hashed)
+        (( $(stat_of remeasured) == R0 )) || fail "a metadata change was re-hashed"
+        (( $(stat_of metadata_only) > M0 )) || fail "metadata_only did not grow"
+        check_digest "$t/f1"; row "chmod+chown+setfattr (no write)" "$R0" "$M0"
+        [[ $(stat_of bytes_hashed) == "$b0" ]] || fail "bytes hashed for a metadata change"
+
+        begin "write then chmod"
+        kill -STOP "$D_PID"; same_size_write "$t/f3"; chmod 640 "$t/f3"; kill -CONT "$D_PID"
+        settle; expect_rehash "write+chmod"; check_digest "$t/f3"; row "write (mtime restored) then chmod" "$R0" "$M0"
+
+        begin "write through an outside hard link then chmod"
+        kill -STOP "$D_PID"; same_size_write "$out/f2"; chmod 640 "$t/f2"; kill -CONT "$D_PID"
+        settle; expect_rehash "hard link write"; check_digest "$t/f2"; row "write via outside hard link then chmod" "$R0" "$M0"
+
+        begin "mmap store then chmod"
+        kill -STOP "$D_PID"
+        python3 - "$t/f4" <<'PY'
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+os.close(fd)            # the fd's close comes before the stores
+m[200:204] = b"EVIL"
+m.flush(); m.close()
+PY
+        chmod 640 "$t/f4"; kill -CONT "$D_PID"
+        settle; expect_rehash "mmap"; check_digest "$t/f4"; row "mmap store (fd closed first) then chmod" "$R0" "$M0"
+
+        begin "mmap store while mapped, chmod, then unmap"
+        python3 - "$t/f5" "$t/f5.go" <<'PY' &
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+os.close(fd)
+time.sleep(0.5)
+m[300:304] = b"EVIL"
+open(sys.argv[2], "w").close()
+time.sleep(1.0)         # chmod + check happen while still mapped: no lease
+m.close()
+PY
+        local mp=$!
+        for ((i = 0; i < 100; i++)); do [[ -e $t/f5.go ]] && break; sleep 0.05; done
+        chmod 640 "$t/f5"; wait "$mp"; rm -f "$t/f5.go"
+        settle; expect_rehash "mmap mapped"; check_digest "$t/f5"; row "mmap store, chmod while still mapped" "$R0" "$M0"
+
+        begin "truncate to the same size then chmod"
+        kill -STOP "$D_PID"
+        touch -r "$t/f6" "$W/ref"; truncate -s 0 "$t/f6"; truncate -s 65536 "$t/f6"; touch -r "$W/ref" "$t/f6"
+        chmod 640 "$t/f6"; kill -CONT "$D_PID"
+        settle; expect_rehash "truncate"; check_digest "$t/f6"; row "truncate 0 + extend to same size, chmod" "$R0" "$M0"
+
+        begin "daemon restarted between a write and a chmod"
+        stop_iverd
+        same_size_write "$t/f7"
+        # the snapshot restores the cache and the counters; coverage restarts
+        # with the new daemon, so its initial scan must re-hash f7
+        start_iverd "d-$FS" || return
+        chmod 640 "$t/f7"
+        settle; expect_rehash "restart"; check_digest "$t/f7"; row "write while down, restart, chmod" "$R0" "$M0"
+
+        begin "write through an outside hard link (iverd running)"
+        same_size_write "$out/f2"
+        settle; expect_rehash "hard link live"; check_digest "$t/f2"; row "write via outside hard link (live)" "$R0" "$M0"
+
+        begin "bind mount over a measured directory"
+        mount --bind "$W/bind-$FS" "$t/sub" && IVER_MOUNTS+=("$t/sub")
+        sleep 0.5; settle
+        check_digest "$t/sub/other"
+        [[ -z $(ctl list "$t/sub/hidden") ]] || fail "the hidden file is still listed under the bind mount"
+        iver_umount "$t/sub" || fail "umount bind"
+        sleep 0.5; settle
+        check_digest "$t/sub/hidden"
+        row "bind mount over tree/sub, then unmount" "$R0" "$M0"
+        stop_iverd
+
+        begin "overflow during a write then chmod"
+        echo 64 >"$FQ"
+        start_iverd "ovf-$FS"
+        local st=$?
+        echo "$FQ_SAVED" >"$FQ"
+        ((st == 0)) || return
+        R0=$(stat_of remeasured); M0=$(stat_of metadata_only)
+        mkdir -p "$t/noise"
+        kill -STOP "$D_PID"
+        same_size_write "$t/f8"
+        for i in $(seq 1 300); do echo "$i" >"$t/noise/n$i"; done
+        chmod 640 "$t/f8"; kill -CONT "$D_PID"
+        settle
+        local ov
+        ov=$(status_of tracking_overflows)
+        ((ov >= 1)) || fail "no fanotify overflow (tracking_overflows=$ov)"
+        expect_rehash "overflow"; check_digest "$t/f8"; row "overflow during a write, then chmod" "$R0" "$M0"
+        stop_iverd
+}
+
+read -r -a filesystems <<<"${IVER_FS:-ext4 xfs btrfs tmpfs}"
+for FS in "${filesystems[@]}"; do
+        iver_mount "$FS" || { fail "cannot mount $FS"; continue; }
+        MNT=$IVER_MNT
+        run_fs
+        [[ -n $D_PID ]] && stop_iverd
+        iver_umount "$MNT" || fail "umount $MNT"
+done
+
+echo
+echo "## Adversarial sequences (remeasured / metadata_only deltas; digest = last list entry vs sha256sum)"
+echo
+printf '| %-6s | %-44s | %10s | %13s | %-6s | %s\n' fs sequence remeasured metadata_only digest result
+echo "|--------|----------------------------------------------|------------|---------------|--------|------"
+cat "$TABLE"
+echo
+if ((FAILS)); then
+        echo "FAILED: $FAILS"
+        exit 1
+fi
+echo "PASS"
