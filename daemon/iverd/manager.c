@@ -43,10 +43,10 @@ void manager_forget_below(Manager *m, const char *dir) {
         IverCache *cache = iver_context_cache(m->ctx);
         size_t dlen = strlen(dir);
         unsigned n = 0;
+        char p[IVER_CACHE_PATH_MAX];
         /* backwards: a removal moves the last entry (already seen) into the hole */
         for (size_t i = iver_cache_size(cache); i-- > 0;) {
-                size_t len;
-                const char *p = iver_cache_path(cache, (uint32_t) i, &len);
+                size_t len = iver_cache_path(cache, (uint32_t) i, p, sizeof(p));
                 if (len > dlen && p[dlen] == '/' && memcmp(p, dir, dlen) == 0) {
                         iver_cache_remove(cache, (uint32_t) i);
                         n++;
@@ -84,10 +84,12 @@ int manager_rescan(Manager *m) {
 static void sweep(Manager *m) {
         IverCache *c = iver_context_cache(m->ctx);
         size_t n = 0;
+        char p[IVER_CACHE_PATH_MAX];
         m->sweep_pending = false;
         for (uint32_t i = 0; i < iver_cache_size(c); i++)
                 if (!iver_cache_has_mark(c, i)) {
-                        manager_queue(m, iver_cache_path(c, i, NULL));
+                        (void) iver_cache_path(c, i, p, sizeof(p));
+                        manager_queue(m, p);
                         n++;
                 }
         if (n > 0)

@@ -112,10 +112,9 @@ static json_object *verb_list(Manager *m, Conn *c, json_object *req) {
         const char *prefix = json_object_object_get_ex(req, "prefix", &v) ? json_object_get_string(v) : "";
         bool only_violations = json_object_object_get_ex(req, "violations", &v) && json_object_get_boolean(v);
         size_t plen = strlen(prefix);
-        char hex[2 * IVER_DIGEST_MAX + 1];
+        char hex[2 * IVER_DIGEST_MAX + 1], p[IVER_CACHE_PATH_MAX];
         for (size_t i = 0; i < iver_cache_size(cache); i++) {
-                size_t len;
-                const char *p = iver_cache_path(cache, (uint32_t) i, &len);
+                size_t len = iver_cache_path(cache, (uint32_t) i, p, sizeof(p));
                 if (len < plen || memcmp(p, prefix, plen) != 0)
                         continue;
                 IverEntry e;
