@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The measurement cache: dense chunked entry array, two open-addressing
- * (linear probing) indexes of 32-bit entry numbers — by (dev, ino) and by
- * path — and arenas for paths and digests. 96 bytes an entry plus ~17 bytes
- * of index and the digest; no allocation per entry. */
+/* The measurement cache: dense chunked entry array, open-addressing (linear
+ * probing) indexes of 32-bit numbers — entries by (dev, ino), entries by
+ * path, directories by path — a directory table, and arenas for names and
+ * digests. A path is stored once per directory: the directory's bytes (with
+ * the trailing '/') in the directory table, each entry's name record holding
+ * the directory number and the basename. 96 bytes an entry, ~17 bytes of
+ * index, the digest and the name record; no allocation per entry. Freed
+ * names and digests are reused (arena free lists) or compacted away. */
 #include <assert.h>
 #include <string.h>
 
@@ -27,12 +31,23 @@ typedef struct CacheEntry {
         uint16_t flags : 8;
         uint16_t source : 2;
         uint32_t uid, gid;
-        uint32_t path_off;
+        uint32_t name_off;      /* names arena: NameRecord */
         uint32_t digest_off;
 } CacheEntry;
 
 _Static_assert(sizeof(CacheEntry) == 96, "cache entry grew");
 _Static_assert(_IVER_HASH_MAX <= 32, "algo bit-field too narrow");
+
+/* names arena records: a name is u32 directory, u16 length, bytes; a
+ * directory is u16 length, bytes (ending in '/' unless empty). */
+#define NAME_HDR 6
+#define DIR_HDR 2
+
+typedef struct Dir {
+        uint64_t hash;  /* hash_bytes of the directory's bytes */
+        uint32_t off;   /* names arena; for a free slot, the next free slot */
+        uint32_t refs;  /* entries named in it; 0 = free slot */
+} Dir;
 
 typedef struct Index {
         uint32_t *slots;
@@ -43,8 +58,10 @@ struct IverCache {
         CacheEntry **chunks;
         uint32_t n_chunks;
         uint32_t n;
-        Index by_inode, by_path;
-        IverArena paths, digests;
+        Index by_inode, by_path, by_dir;
+        Dir *dirs;
+        uint32_t n_dirs, n_dirs_alloc, n_dirs_used, dir_free;
+        IverArena names, digests;
 };
 
 static inline CacheEntry *entry(const IverCache *c, uint32_t i) {
@@ -79,26 +96,56 @@ static uint64_t hash_bytes(const void *p, size_t len) {
         return mix64(h ^ w ^ 0x5555);
 }
 
-/* Paths are stored as u16 length, bytes, NUL. */
-static inline const char *entry_path(const IverCache *c, const CacheEntry *e, size_t *ret_len) {
-        const uint8_t *p = iver_arena_at(&c->paths, e->path_off);
-        uint16_t len;
-        memcpy(&len, p, sizeof(len));
-        if (ret_len)
-                *ret_len = len;
-        return (const char *) p + sizeof(len);
+static inline uint64_t hash_path(uint64_t dir_hash, const char *base, size_t blen) {
+        return mix64(dir_hash + 0x632be59bd9b4e019ULL) ^ hash_bytes(base, blen);
 }
 
-static inline uint64_t hash_entry_path(const IverCache *c, const CacheEntry *e) {
+/* ---- records ---- */
+
+static inline const uint8_t *dir_bytes(const IverCache *c, uint32_t d, size_t *ret_len) {
+        const uint8_t *p = iver_arena_at(&c->names, c->dirs[d].off);
+        uint16_t len;
+        memcpy(&len, p, sizeof(len));
+        *ret_len = len;
+        return p + DIR_HDR;
+}
+
+static inline const uint8_t *name_bytes(const IverCache *c, const CacheEntry *e, uint32_t *ret_dir, size_t *ret_len) {
+        const uint8_t *p = iver_arena_at(&c->names, e->name_off);
+        uint32_t d;
+        uint16_t len;
+        memcpy(&d, p, sizeof(d));
+        memcpy(&len, p + 4, sizeof(len));
+        *ret_dir = d;
+        *ret_len = len;
+        return p + NAME_HDR;
+}
+
+static inline size_t name_record_len(const IverCache *c, const CacheEntry *e) {
+        uint32_t d;
         size_t len;
-        const char *p = entry_path(c, e, &len);
-        return hash_bytes(p, len);
+        (void) name_bytes(c, e, &d, &len);
+        return NAME_HDR + len;
+}
+
+static uint64_t hash_entry_path(const IverCache *c, const CacheEntry *e) {
+        uint32_t d;
+        size_t len;
+        const uint8_t *b = name_bytes(c, e, &d, &len);
+        return hash_path(c->dirs[d].hash, (const char *) b, len);
+}
+
+/* "/usr/bin/ls" → "/usr/bin/" + "ls"; "ls" → "" + "ls" */
+static inline size_t split(const char *path, size_t len) {
+        const char *s = memrchr(path, '/', len);
+        return s ? (size_t) (s - path) + 1 : 0;
 }
 
 int iver_cache_new(IverCache **ret) {
         IverCache *c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
+        c->dir_free = SLOT_EMPTY;
         *ret = c;
         return 0;
 }
@@ -111,7 +158,9 @@ IverCache *iver_cache_free(IverCache *c) {
         free(c->chunks);
         free(c->by_inode.slots);
         free(c->by_path.slots);
-        iver_arena_done(&c->paths);
+        free(c->by_dir.slots);
+        free(c->dirs);
+        iver_arena_done(&c->names);
         iver_arena_done(&c->digests);
         free(c);
         return NULL;
@@ -122,6 +171,13 @@ size_t iver_cache_size(const IverCache *c) {
 }
 
 /* ---- index primitives ---- */
+
+static uint64_t slot_hash(const IverCache *c, const Index *x, uint32_t i) {
+        if (x == &c->by_dir)
+                return c->dirs[i].hash;
+        const CacheEntry *e = entry(c, i);
+        return x == &c->by_inode ? hash_inode(e->dev, e->ino) : hash_entry_path(c, e);
+}
 
 static uint32_t *index_find_inode(const IverCache *c, uint32_t dev, uint64_t ino) {
         const Index *x = &c->by_inode;
@@ -137,24 +193,46 @@ static uint32_t *index_find_inode(const IverCache *c, uint32_t dev, uint64_t ino
         }
 }
 
-static uint32_t *index_find_path(const IverCache *c, const char *path, size_t len) {
-        const Index *x = &c->by_path;
+static uint32_t *index_find_dir(const IverCache *c, uint64_t hash, const char *dir, size_t len) {
+        const Index *x = &c->by_dir;
         if (!x->slots)
                 return NULL;
-        for (uint64_t h = hash_bytes(path, len);; h++) {
+        for (uint64_t h = hash;; h++) {
                 uint32_t *s = &x->slots[h & x->mask];
                 if (*s == SLOT_EMPTY)
                         return s;
-                size_t elen;
-                const char *ep = entry_path(c, entry(c, *s), &elen);
-                if (elen == len && memcmp(ep, path, len) == 0)
+                size_t dlen;
+                const uint8_t *b = dir_bytes(c, *s, &dlen);
+                if (c->dirs[*s].hash == hash && dlen == len && memcmp(b, dir, len) == 0)
                         return s;
         }
 }
 
-static uint64_t slot_hash(const IverCache *c, const Index *x, uint32_t i) {
-        const CacheEntry *e = entry(c, i);
-        return x == &c->by_inode ? hash_inode(e->dev, e->ino) : hash_entry_path(c, e);
+/* The slot of the entry named base in directory d (or the empty slot ending the probe). */
+static uint32_t *index_find_name(const IverCache *c, uint32_t d, const char *base, size_t blen) {
+        const Index *x = &c->by_path;
+        if (!x->slots)
+                return NULL;
+        for (uint64_t h = hash_path(c->dirs[d].hash, base, blen);; h++) {
+                uint32_t *s = &x->slots[h & x->mask];
+                if (*s == SLOT_EMPTY)
+                        return s;
+                uint32_t ed;
+                size_t elen;
+                const uint8_t *eb = name_bytes(c, entry(c, *s), &ed, &elen);
+                if (ed == d && elen == blen && memcmp(eb, base, blen) == 0)
+                        return s;
+        }
+}
+
+/* The slot holding number i in x (it must be there). */
+static uint32_t *index_slot_of(const IverCache *c, const Index *x, uint32_t i) {
+        for (uint64_t h = slot_hash(c, x, i);; h++) {
+                uint32_t *s = &x->slots[h & x->mask];
+                assert(*s != SLOT_EMPTY);
+                if (*s == i)
+                        return s;
+        }
 }
 
 /* Backward-shift deletion keeps linear probing tombstone-free. */
@@ -188,7 +266,7 @@ static int index_reserve(IverCache *c, Index *x, uint32_t want) {
         uint64_t cap = (uint64_t) x->mask + 1;
         if (x->slots && (uint64_t) want * 4 <= cap * 3)
                 return 0;
-        uint64_t ncap = x->slots ? cap : 1024;
+        uint64_t ncap = x->slots ? cap : 256;
         while ((uint64_t) want * 4 > ncap * 3)
                 ncap *= 2;
         if (ncap > (1ULL << 32))
@@ -200,9 +278,143 @@ static int index_reserve(IverCache *c, Index *x, uint32_t want) {
         free(x->slots);
         x->slots = s;
         x->mask = (uint32_t) (ncap - 1);
-        for (uint32_t i = 0; i < c->n; i++)
-                index_insert(c, x, i);
+        if (x == &c->by_dir) {
+                for (uint32_t d = 0; d < c->n_dirs; d++)
+                        if (c->dirs[d].refs > 0)
+                                index_insert(c, x, d);
+        } else
+                for (uint32_t i = 0; i < c->n; i++)
+                        index_insert(c, x, i);
         return 0;
+}
+
+/* ---- directories ---- */
+
+/* The directory numbered for these bytes, made (with no reference) if new. */
+static int dir_get(IverCache *c, const char *dir, size_t len, uint32_t *ret) {
+        uint64_t h = hash_bytes(dir, len);
+        uint32_t *s = index_find_dir(c, h, dir, len);
+        if (s && *s != SLOT_EMPTY) {
+                *ret = *s;
+                return 0;
+        }
+        int r = index_reserve(c, &c->by_dir, c->n_dirs_used + 1);
+        if (r < 0)
+                return r;
+        uint32_t d;
+        if (c->dir_free != SLOT_EMPTY) {
+                d = c->dir_free;
+                c->dir_free = c->dirs[d].off;
+        } else {
+                if (c->n_dirs == c->n_dirs_alloc) {
+                        uint32_t na = c->n_dirs_alloc ? c->n_dirs_alloc * 2 : 64;
+                        Dir *nd = realloc(c->dirs, (size_t) na * sizeof(Dir));
+                        if (!nd)
+                                return -ENOMEM;
+                        c->dirs = nd;
+                        c->n_dirs_alloc = na;
+                }
+                d = c->n_dirs++;
+        }
+        uint32_t off;
+        uint8_t *p = iver_arena_alloc(&c->names, DIR_HDR + len, &off);
+        if (!p) {
+                c->dirs[d] = (Dir) { .off = c->dir_free };
+                c->dir_free = d;
+                return -ENOMEM;
+        }
+        uint16_t l = (uint16_t) len;
+        memcpy(p, &l, sizeof(l));
+        memcpy(p + DIR_HDR, dir, len);
+        c->dirs[d] = (Dir) { .hash = h, .off = off, .refs = 0 };
+        c->n_dirs_used++;
+        index_insert(c, &c->by_dir, d);
+        *ret = d;
+        return 0;
+}
+
+/* Drop a reference; the last one frees the directory. */
+static void dir_unref(IverCache *c, uint32_t d) {
+        assert(c->dirs[d].refs > 0);
+        if (--c->dirs[d].refs > 0)
+                return;
+        c->dirs[d].refs = 1; /* still findable while its slot goes */
+        index_delete(c, &c->by_dir, index_slot_of(c, &c->by_dir, d));
+        size_t len;
+        (void) dir_bytes(c, d, &len);
+        iver_arena_free(&c->names, c->dirs[d].off, DIR_HDR + len);
+        c->dirs[d] = (Dir) { .off = c->dir_free };
+        c->dir_free = d;
+        c->n_dirs_used--;
+}
+
+/* A directory made by dir_get() that ended up unused. */
+static void dir_unref_if_unused(IverCache *c, uint32_t d) {
+        if (c->dirs[d].refs == 0) {
+                c->dirs[d].refs = 1;
+                dir_unref(c, d);
+        }
+}
+
+/* ---- compaction ---- */
+
+/* Copy every live record into a new arena and swap; the copy's chunks are
+ * reserved first, so a compaction either happens whole or not at all (then
+ * the cache keeps its garbage until the next try). */
+static void compact_names(IverCache *c) {
+        IverArena a = {};
+        uint32_t off;
+        if (iver_arena_reserve(&a, c->names.live, NAME_HDR + UINT16_MAX) < 0) {
+                iver_arena_done(&a);
+                return;
+        }
+        for (uint32_t d = 0; d < c->n_dirs; d++)
+                if (c->dirs[d].refs > 0) {
+                        size_t len;
+                        (void) dir_bytes(c, d, &len);
+                        int r = iver_arena_move(&a, &c->names, c->dirs[d].off, DIR_HDR + len, &off);
+                        assert(r >= 0); /* reserved */
+                        (void) r;
+                        c->dirs[d].off = off; /* the old arena stays intact until the swap */
+                }
+        for (uint32_t i = 0; i < c->n; i++) {
+                CacheEntry *e = entry(c, i);
+                int r = iver_arena_move(&a, &c->names, e->name_off, name_record_len(c, e), &off);
+                assert(r >= 0);
+                (void) r;
+                e->name_off = off;
+        }
+        iver_arena_trim(&a);
+        iver_arena_done(&c->names);
+        c->names = a;
+}
+
+static void compact_digests(IverCache *c) {
+        IverArena a = {};
+        if (iver_arena_reserve(&a, c->digests.live, IVER_DIGEST_MAX) < 0) {
+                iver_arena_done(&a);
+                return;
+        }
+        for (uint32_t i = 0; i < c->n; i++) {
+                CacheEntry *e = entry(c, i);
+                if (!(e->flags & IVER_ENTRY_MEASURED))
+                        continue;
+                uint32_t off;
+                int r = iver_arena_move(&a, &c->digests, e->digest_off, iver_hash_algo_size((IverHashAlgo) e->algo), &off);
+                assert(r >= 0);
+                (void) r;
+                e->digest_off = off;
+        }
+        iver_arena_trim(&a);
+        iver_arena_done(&c->digests);
+        c->digests = a;
+}
+
+static void maybe_compact(IverCache *c) {
+        if (iver_arena_wants_compaction(&c->names))
+                compact_names(c);
+        if (iver_arena_wants_compaction(&c->digests))
+                compact_digests(c);
 }
 
 /* ---- lookups ---- */
@@ -213,7 +425,11 @@ uint32_t iver_cache_find_inode(const IverCache *c, uint32_t dev, uint64_t ino) {
 }
 
 uint32_t iver_cache_find_path(const IverCache *c, const char *path, size_t len) {
-        const uint32_t *s = index_find_path(c, path, len);
+        size_t dl = split(path, len);
+        const uint32_t *s = index_find_dir(c, hash_bytes(path, dl), path, dl);
+        if (!s || *s == SLOT_EMPTY)
+                return IVER_CACHE_NONE;
+        s = index_find_name(c, *s, path + dl, len - dl);
         return s ? *s : IVER_CACHE_NONE;
 }
 
@@ -258,24 +474,44 @@ IverCookie iver_cache_cookie(const IverCache *c, uint32_t idx) {
         };
 }
 
-const char *iver_cache_path(const IverCache *c, uint32_t idx, size_t *ret_len) {
+size_t iver_cache_path(const IverCache *c, uint32_t idx, char *buf, size_t size) {
         assert(idx < c->n);
-        return entry_path(c, entry(c, idx), ret_len);
+        uint32_t d;
+        size_t dlen, blen;
+        const uint8_t *b = name_bytes(c, entry(c, idx), &d, &blen);
+        const uint8_t *dp = dir_bytes(c, d, &dlen);
+        if (size > 0) {
+                size_t o = dlen < size - 1 ? dlen : size - 1;
+                memcpy(buf, dp, o);
+                size_t m = blen < size - 1 - o ? blen : size - 1 - o;
+                memcpy(buf + o, b, m);
+                buf[o + m] = 0;
+        }
+        return dlen + blen;
 }
 
 /* ---- mutation ---- */
 
-static int store_path(IverCache *c, const char *path, size_t len, uint32_t *ret_off) {
-        if (len > UINT16_MAX)
-                return -ENAMETOOLONG;
-        uint16_t l = (uint16_t) len;
-        uint8_t *p = iver_arena_alloc(&c->paths, sizeof(l) + len + 1, ret_off);
+/* A name record for base in directory d; takes a reference on d. */
+static int store_name(IverCache *c, uint32_t d, const char *base, size_t blen, uint32_t *ret_off) {
+        uint8_t *p = iver_arena_alloc(&c->names, NAME_HDR + blen, ret_off);
         if (!p)
                 return -ENOMEM;
-        memcpy(p, &l, sizeof(l));
-        memcpy(p + sizeof(l), path, len);
-        p[sizeof(l) + len] = 0;
+        uint16_t l = (uint16_t) blen;
+        memcpy(p, &d, sizeof(d));
+        memcpy(p + 4, &l, sizeof(l));
+        memcpy(p + NAME_HDR, base, blen);
+        c->dirs[d].refs++;
         return 0;
+}
+
+/* Give back an entry's name record and its directory reference. */
+static void drop_name(IverCache *c, CacheEntry *e) {
+        uint32_t d;
+        size_t blen;
+        (void) name_bytes(c, e, &d, &blen);
+        iver_arena_free(&c->names, e->name_off, NAME_HDR + blen);
+        dir_unref(c, d);
 }
 
 static void fill(CacheEntry *e, const IverEntry *src) {
@@ -297,8 +533,13 @@ static void fill(CacheEntry *e, const IverEntry *src) {
 }
 
 static int store_digest(IverCache *c, CacheEntry *e, bool had_digest, const IverEntry *src) {
-        if (!(src->flags & IVER_ENTRY_MEASURED))
+        if (!(src->flags & IVER_ENTRY_MEASURED)) {
+                if (had_digest) {
+                        iver_arena_free(&c->digests, e->digest_off, iver_hash_algo_size((IverHashAlgo) e->algo));
+                        e->algo = 0;
+                }
                 return 0;
+        }
         size_t len = iver_hash_algo_size(src->digest.algo);
         if (len == 0 || len != src->digest.len)
                 return -EINVAL;
@@ -312,7 +553,7 @@ static int store_digest(IverCache *c, CacheEntry *e, bool had_digest, const Iver
         if (!p)
                 return -ENOMEM;
         if (had_digest)
-                c->digests.garbage += iver_hash_algo_size((IverHashAlgo) e->algo);
+                iver_arena_free(&c->digests, e->digest_off, iver_hash_algo_size((IverHashAlgo) e->algo));
         memcpy(p, src->digest.bytes, len);
         e->digest_off = off;
         e->algo = (uint8_t) src->digest.algo;
@@ -324,6 +565,11 @@ int iver_cache_put(IverCache *c, const IverEntry *src, const char *path, size_t 
 
         if (src->source < 0 || src->source >= _IVER_COOKIE_MAX)
                 return -EINVAL;
+        if (path_len > UINT16_MAX)
+                return -ENAMETOOLONG;
+        size_t dl = split(path, path_len);
+        const char *base = path + dl;
+        size_t blen = path_len - dl;
 
         /* A path belongs to one entry: whoever held it before was replaced (rename-over). */
         uint32_t holder = iver_cache_find_path(c, path, path_len);
@@ -333,61 +579,79 @@ int iver_cache_put(IverCache *c, const IverEntry *src, const char *path, size_t 
                 idx = iver_cache_find_inode(c, src->id.dev, src->id.ino); /* may have moved */
         }
 
+        uint32_t d;
+        r = dir_get(c, path, dl, &d);
+        if (r < 0)
+                return r;
+
         if (idx == IVER_CACHE_NONE) {
                 if (c->n >= MAX_ENTRIES)
-                        return -E2BIG;
-                r = index_reserve(c, &c->by_inode, c->n + 1);
-                if (r < 0)
-                        return r;
-                r = index_reserve(c, &c->by_path, c->n + 1);
-                if (r < 0)
-                        return r;
-                if ((c->n >> ENTRY_CHUNK_SHIFT) >= c->n_chunks) {
+                        r = -E2BIG;
+                if (r >= 0)
+                        r = index_reserve(c, &c->by_inode, c->n + 1);
+                if (r >= 0)
+                        r = index_reserve(c, &c->by_path, c->n + 1);
+                if (r >= 0 && (c->n >> ENTRY_CHUNK_SHIFT) >= c->n_chunks) {
                         CacheEntry **ch = realloc(c->chunks, (c->n_chunks + 1) * sizeof(*ch));
                         if (!ch)
-                                return -ENOMEM;
-                        c->chunks = ch;
-                        ch[c->n_chunks] = malloc(ENTRY_CHUNK * sizeof(CacheEntry));
-                        if (!ch[c->n_chunks])
-                                return -ENOMEM;
-                        c->n_chunks++;
+                                r = -ENOMEM;
+                        else {
+                                c->chunks = ch;
+                                ch[c->n_chunks] = malloc(ENTRY_CHUNK * sizeof(CacheEntry));
+                                if (!ch[c->n_chunks])
+                                        r = -ENOMEM;
+                                else
+                                        c->n_chunks++;
+                        }
+                }
+                if (r < 0) {
+                        dir_unref_if_unused(c, d);
+                        return r;
                 }
                 CacheEntry *e = entry(c, c->n);
                 memset(e, 0, sizeof(*e));
                 fill(e, src);
-                r = store_path(c, path, path_len, &e->path_off);
-                if (r < 0)
+                r = store_name(c, d, base, blen, &e->name_off);
+                if (r < 0) {
+                        dir_unref_if_unused(c, d);
                         return r;
+                }
                 r = store_digest(c, e, false, src);
-                if (r < 0)
+                if (r < 0) {
+                        drop_name(c, e);
                         return r;
+                }
                 idx = c->n++;
                 index_insert(c, &c->by_inode, idx);
                 index_insert(c, &c->by_path, idx);
         } else {
                 CacheEntry *e = entry(c, idx);
                 bool had_digest = e->flags & IVER_ENTRY_MEASURED;
+                uint32_t od;
                 size_t olen;
-                const char *op = entry_path(c, e, &olen);
-                if (olen != path_len || memcmp(op, path, path_len) != 0) {
+                const uint8_t *ob = name_bytes(c, e, &od, &olen);
+                if (od != d || olen != blen || memcmp(ob, base, blen) != 0) {
                         uint32_t off;
-                        r = store_path(c, path, path_len, &off);
-                        if (r < 0)
+                        r = store_name(c, d, base, blen, &off);
+                        if (r < 0) {
+                                dir_unref_if_unused(c, d);
                                 return r;
-                        index_delete(c, &c->by_path, index_find_path(c, op, olen));
-                        c->paths.garbage += sizeof(uint16_t) + olen + 1;
-                        e->path_off = off;
+                        }
+                        index_delete(c, &c->by_path, index_slot_of(c, &c->by_path, idx));
+                        drop_name(c, e);
+                        e->name_off = off;
                         index_insert(c, &c->by_path, idx);
                 }
                 r = store_digest(c, e, had_digest, src);
                 if (r < 0)
                         return r;
-                uint32_t keep_off = e->path_off, keep_doff = e->digest_off;
+                uint32_t keep_off = e->name_off, keep_doff = e->digest_off;
                 uint8_t keep_algo = e->algo;
                 fill(e, src);
-                e->path_off = keep_off;
+                e->name_off = keep_off;
                 e->digest_off = keep_doff;
                 e->algo = keep_algo;
+                maybe_compact(c);
         }
         if (ret_idx)
                 *ret_idx = idx;
@@ -434,33 +698,32 @@ void iver_cache_update_flags(IverCache *c, uint32_t idx, uint32_t set, uint32_t 
 void iver_cache_remove(IverCache *c, uint32_t idx) {
         assert(idx < c->n);
         CacheEntry *e = entry(c, idx);
-        size_t plen;
-        const char *p = entry_path(c, e, &plen);
 
-        index_delete(c, &c->by_inode, index_find_inode(c, e->dev, e->ino));
-        index_delete(c, &c->by_path, index_find_path(c, p, plen));
-        c->paths.garbage += sizeof(uint16_t) + plen + 1;
+        index_delete(c, &c->by_inode, index_slot_of(c, &c->by_inode, idx));
+        index_delete(c, &c->by_path, index_slot_of(c, &c->by_path, idx));
+        drop_name(c, e);
         if (e->flags & IVER_ENTRY_MEASURED)
-                c->digests.garbage += iver_hash_algo_size((IverHashAlgo) e->algo);
+                iver_arena_free(&c->digests, e->digest_off, iver_hash_algo_size((IverHashAlgo) e->algo));
 
         uint32_t last = c->n - 1;
         if (idx != last) {
-                CacheEntry *l = entry(c, last);
-                const char *lp = entry_path(c, l, &plen);
-                *index_find_inode(c, l->dev, l->ino) = idx;
-                *index_find_path(c, lp, plen) = idx;
-                *e = *l;
+                *index_slot_of(c, &c->by_inode, last) = idx;
+                *index_slot_of(c, &c->by_path, last) = idx;
+                *e = *entry(c, last);
         }
         c->n--;
+        maybe_compact(c);
 }
 
 size_t iver_cache_memory(const IverCache *c) {
-        return sizeof(*c) + (size_t) c->n_chunks * (ENTRY_CHUNK * sizeof(CacheEntry) + sizeof(CacheEntry *)) +
-               (c->by_inode.slots ? ((size_t) c->by_inode.mask + 1) * sizeof(uint32_t) : 0) +
-               (c->by_path.slots ? ((size_t) c->by_path.mask + 1) * sizeof(uint32_t) : 0) +
-               iver_arena_memory(&c->paths) + iver_arena_memory(&c->digests);
+        size_t m = sizeof(*c) + (size_t) c->n_chunks * (ENTRY_CHUNK * sizeof(CacheEntry) + sizeof(CacheEntry *)) +
+                   (size_t) c->n_dirs_alloc * sizeof(Dir);
+        const Index *x[] = { &c->by_inode, &c->by_path, &c->by_dir };
+        for (size_t i = 0; i < ELEMENTSOF(x); i++)
+                m += x[i]->slots ? ((size_t) x[i]->mask + 1) * sizeof(uint32_t) : 0;
+        return m + iver_arena_memory(&c->names) + iver_arena_memory(&c->digests);
 }
 
 size_t iver_cache_path_bytes(const IverCache *c) {
-        return iver_arena_memory(&c->paths);
+        return c->names.live;
 }

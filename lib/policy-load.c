@@ -21,6 +21,7 @@ static const char *const action_names[_IVER_ACTION_MAX] = {
         [IVER_ACTION_DONT_MEASURE] = "dont_measure",
         [IVER_ACTION_APPRAISE] = "appraise",
         [IVER_ACTION_DONT_APPRAISE] = "dont_appraise",
+        [IVER_ACTION_AUDIT] = "audit",
 };
 
 /* The first name of a magic is the one printed. */
@@ -60,13 +61,15 @@ IverPolicyClass iver_policy_action_class(IverPolicyAction a) {
         case IVER_ACTION_APPRAISE:
         case IVER_ACTION_DONT_APPRAISE:
                 return IVER_CLASS_APPRAISE;
+        case IVER_ACTION_AUDIT:
+                return IVER_CLASS_AUDIT;
         default:
                 return _IVER_CLASS_INVALID;
         }
 }
 
 bool iver_policy_action_is_positive(IverPolicyAction a) {
-        return a == IVER_ACTION_MEASURE || a == IVER_ACTION_APPRAISE;
+        return a == IVER_ACTION_MEASURE || a == IVER_ACTION_APPRAISE || a == IVER_ACTION_AUDIT;
 }
 
 

@@ -205,7 +205,9 @@ int iver_policy_match(const IverPolicy *p, IverPolicyClass class,
         uint32_t best = NONE;
 
         *ret = (IverPolicyDecision) {
-                .action = class == IVER_CLASS_APPRAISE ? IVER_ACTION_DONT_APPRAISE : IVER_ACTION_DONT_MEASURE,
+                .action = class == IVER_CLASS_APPRAISE ? IVER_ACTION_DONT_APPRAISE
+                          : class == IVER_CLASS_AUDIT  ? _IVER_ACTION_INVALID
+                                                       : IVER_ACTION_DONT_MEASURE,
                 .pcr = IVER_POLICY_PCR_UNSET,
                 .hash = _IVER_HASH_INVALID,
                 .template_ = _IVER_IMA_TEMPLATE_INVALID,

@@ -360,7 +360,7 @@ static int parse_template(Parser *ps, IverRule *r, const Value *v) {
         return 0;
 }
 
-#define ACTIONS_ALL      0xfu
+#define ACTIONS_ALL      ((1u << _IVER_ACTION_MAX) - 1)
 #define ACTIONS_MEASURE  (1u << IVER_ACTION_MEASURE)
 #define ACTIONS_POSITIVE ((1u << IVER_ACTION_MEASURE) | (1u << IVER_ACTION_APPRAISE))
 
@@ -509,7 +509,7 @@ static int parse_line(Parser *ps, const uint8_t *s, size_t n) {
                 memcpy(action, s + start, i - start);
         r.action = iver_policy_action_from_string(action);
         if (r.action < 0) {
-                error(ps, (unsigned) start + 1, "unknown action '%s', expected measure, dont_measure, appraise or dont_appraise",
+                error(ps, (unsigned) start + 1, "unknown action '%s', expected measure, dont_measure, appraise, dont_appraise or audit",
                       repr(ps, s + start, i - start));
                 return 0;
         }

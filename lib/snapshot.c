@@ -150,6 +150,9 @@ int iver_snapshot_encode(const IverCache *c, const IverLedgerCounters *counters,
                          const uint8_t key[IVER_SNAPSHOT_KEY_SIZE], uint8_t **ret, size_t *ret_len) {
         Buf b = {};
         size_t n = iver_cache_size(c);
+        _cleanup_free_ char *path = malloc(IVER_CACHE_PATH_MAX);
+        if (!path)
+                return -ENOMEM;
 
         put(&b, MAGIC, 8);
         put_u32(&b, FORMAT_VERSION);
@@ -162,9 +165,8 @@ int iver_snapshot_encode(const IverCache *c, const IverLedgerCounters *counters,
                 put_u64(&b, cv[i]);
         for (size_t i = 0; i < n; i++) {
                 IverEntry e;
-                size_t plen;
                 iver_cache_get(c, (uint32_t) i, &e);
-                const char *path = iver_cache_path(c, (uint32_t) i, &plen);
+                size_t plen = iver_cache_path(c, (uint32_t) i, path, IVER_CACHE_PATH_MAX);
                 uint8_t dlen = (e.flags & IVER_ENTRY_MEASURED) ? e.digest.len : 0;
                 put_u32(&b, e.id.dev);
                 put_u64(&b, e.id.ino);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -297,6 +298,59 @@ int verb_reload(int argc, char *argv[]) {
         return simple("reload");
 }
 
+static uint64_t get_u64(json_object *o, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) && v ? json_object_get_uint64(v) : 0;
+}
+
+/* On a terminal: a progress bar from status while the daemon works, until it
+ * settles or the timeout passes. Returns true when it saw it settled. */
+static bool settle_progress(double timeout) {
+        struct timespec t0, now;
+        bool drawn = false, settled = false;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+                json_object *req = request("status"), *r, *v;
+                int ret = call(req, 5, &r);
+                json_object_put(req);
+                if (ret)
+                        break;
+                settled = json_object_object_get_ex(r, "settled", &v) && json_object_get_boolean(v);
+                uint64_t done = get_u64(r, "scan_files_done"), est = get_u64(r, "scan_files_estimate");
+                uint64_t bytes = get_u64(r, "scan_bytes_hashed"), rate = get_u64(r, "scan_files_per_sec");
+                uint64_t pending = get_u64(r, "pending");
+                bool eta_known = json_object_object_get_ex(r, "scan_eta_sec", &v) && v;
+                uint64_t eta = eta_known ? json_object_get_uint64(v) : 0;
+                json_object_put(r);
+                if (settled && !drawn)
+                        break;
+                double frac = settled ? 1.0 : est ? (double) done / (double) est : 0.0;
+                if (frac > 1.0)
+                        frac = 1.0;
+                char bar[31];
+                int fill = (int) (frac * 30);
+                for (int i = 0; i < 30; i++)
+                        bar[i] = i < fill ? '#' : '.';
+                bar[30] = 0;
+                char etas[32] = "";
+                if (!settled && eta_known)
+                        snprintf(etas, sizeof(etas), "  ETA %" PRIu64 " s", eta);
+                fprintf(stderr, "\r[%s] %3.0f%%  %" PRIu64 "/~%" PRIu64 " files  %.1f MB  %" PRIu64 " files/s  %" PRIu64
+                        " pending%s\033[K", bar, frac * 100, done, est, (double) bytes / 1e6, rate, pending, etas);
+                drawn = true;
+                if (settled)
+                        break;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                if ((double) (now.tv_sec - t0.tv_sec) + (double) (now.tv_nsec - t0.tv_nsec) / 1e9 >= timeout)
+                        break;
+                struct timespec d = { 0, 250 * 1000 * 1000 };
+                nanosleep(&d, NULL);
+        }
+        if (drawn)
+                fputc('\n', stderr);
+        return settled;
+}
+
 int verb_settle(int argc, char *argv[]) {
         double timeout = 60;
         for (int i = 1; i < argc; i++)
@@ -311,6 +365,17 @@ int verb_settle(int argc, char *argv[]) {
                         fprintf(stderr, "iverctl settle: unknown argument '%s'\n", argv[i]);
                         return IVERCTL_EXIT_USAGE;
                 }
+        /* the progress bar only where someone looks; then the settle call
+         * itself, so the answer is the same either way */
+        if (isatty(STDERR_FILENO) && !getenv("IVERCTL_NO_PROGRESS")) {
+                struct timespec t0, t1;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                (void) settle_progress(timeout);
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                timeout -= (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9;
+                if (timeout < 0.001)
+                        timeout = 0.001;
+        }
         json_object *req = request("settle"), *r;
         json_object_object_add(req, "timeout", json_object_new_double(timeout));
         int ret = call(req, timeout + 5, &r);

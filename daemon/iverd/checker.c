@@ -19,7 +19,7 @@
 #define DISPATCH_BATCH 4096
 
 static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                           const uint8_t *sig, size_t sig_len) {
+                           const IverFileAttr *attr, const uint8_t *sig, size_t sig_len) {
         if (o->result == IVER_CHECK_MEASURED && o->provisional) {
                 /* open writers: look again (close-write comes before the lease can be had) */
                 log_debug("Measured %s provisionally (open writers); will re-check", path);
@@ -33,7 +33,8 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                 if (!d || d->action != IVER_ACTION_MEASURE)
                         break; /* appraised only */
                 m->measurements++;
-                log_measurement(path, o);
+                IverPolicyDecision ad;
+                log_measurement(path, o, iver_policy_match(m->policy, IVER_CLASS_AUDIT, path, strlen(path), attr, &ad) > 0);
                 if (m->evidence)
                         (void) evidence_record(m->evidence, path, o, d, sig, sig_len);
                 break;
@@ -46,7 +47,7 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                 if (o->error == -ENOENT || o->error == -ENOTDIR)
                         break; /* vanished: forgotten */
                 m->errors++;
-                log_warning_errno(o->error, "Cannot measure %s: %m", path);
+                log_file_warning_errno(o->error, "Cannot measure %s: %m", path);
                 break;
         case IVER_CHECK_NOT_REGULAR:
                 m->not_regular++;
@@ -97,7 +98,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         if (r <= 0) {
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx); /* seen by this scan */
-                handle_outcome(m, path, &o, measure ? &d : NULL, NULL, 0);
+                handle_outcome(m, path, &o, measure ? &d : NULL, &attr, NULL, 0);
                 return true;
         }
         if (!may_submit)
@@ -126,7 +127,7 @@ static bool check_path(Manager *m, const char *path) {
                         recheck_remove(m->recheck, path);
                 } else {
                         m->errors++;
-                        log_warning_errno(r, "Cannot stat %s: %m", path);
+                        log_file_warning_errno(r, "Cannot stat %s: %m", path);
                 }
                 return true;
         }
@@ -168,7 +169,7 @@ static void handle_appraisal(Manager *m, const Job *j, const IverCheckOutcome *o
         }
         if (j->appraise_r < 0) {
                 m->errors++;
-                log_warning_errno(j->appraise_r, "Cannot appraise %s: %m", j->path);
+                log_file_warning_errno(j->appraise_r, "Cannot appraise %s: %m", j->path);
                 return;
         }
         IverAppraisalResult res = j->appraisal.result;
@@ -203,7 +204,7 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                                d.matched && d.action == IVER_ACTION_MEASURE;
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-                handle_outcome(m, j->path, &o, measure ? &d : NULL, j->sig, j->sig_len);
+                handle_outcome(m, j->path, &o, measure ? &d : NULL, &attr, j->sig, j->sig_len);
                 handle_appraisal(m, j, &o);
                 queue_done(m->queue, j->path);
                 job_free(j);

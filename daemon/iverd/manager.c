@@ -46,10 +46,10 @@ void manager_forget_below(Manager *m, const char *dir) {
         IverCache *cache = iver_context_cache(m->ctx);
         size_t dlen = strlen(dir);
         unsigned n = 0;
+        char p[IVER_CACHE_PATH_MAX];
         /* backwards: a removal moves the last entry (already seen) into the hole */
         for (size_t i = iver_cache_size(cache); i-- > 0;) {
-                size_t len;
-                const char *p = iver_cache_path(cache, (uint32_t) i, &len);
+                size_t len = iver_cache_path(cache, (uint32_t) i, p, sizeof(p));
                 if (len > dlen && p[dlen] == '/' && memcmp(p, dir, dlen) == 0) {
                         iver_cache_remove(cache, (uint32_t) i);
                         n++;
@@ -73,8 +73,81 @@ void manager_queue(Manager *m, const char *path) {
 
 /* ---- scans, status, settle ---- */
 
+static uint64_t bytes_hashed(const Manager *m) {
+        return iver_ledger_counters(iver_context_ledger(m->ctx))->bytes_hashed;
+}
+
+/* A scan starts: counters for its progress and summary. A rescan asked for
+ * while one runs joins it. */
+static void scan_begin(Manager *m) {
+        if (m->scan_active)
+                return;
+        uint64_t done, todo;
+        walk_dirs(m->walk, &done, &todo);
+        m->scan_active = true;
+        m->scan_start_usec = (uint64_t) iver_monotonic_ns() / 1000;
+        m->scan_base_seen = walk_files_seen(m->walk);
+        m->scan_base_dirs = done;
+        m->scan_base_measurements = m->measurements;
+        m->scan_base_bytes = bytes_hashed(m);
+        m->scan_base_errors = m->errors;
+        m->scan_base_violations = m->violations;
+}
+
+void manager_scan_progress(const Manager *m, ScanProgress *ret) {
+        uint64_t done, todo;
+        walk_dirs(m->walk, &done, &todo);
+        uint64_t seen = walk_files_seen(m->walk) - m->scan_base_seen, dirs = done - m->scan_base_dirs;
+        uint64_t pending = queue_queued(m->queue) + queue_inflight(m->queue);
+        *ret = (ScanProgress) {
+                .active = m->scan_active,
+                .initial = !m->initial_scan_done,
+                .seen = seen,
+                .done = seen > pending ? seen - pending : 0,
+                .measured = m->measurements - m->scan_base_measurements,
+                .bytes = bytes_hashed(m) - m->scan_base_bytes,
+                .errors = m->errors - m->scan_base_errors,
+                .violations = m->violations - m->scan_base_violations,
+                .eta = -1,
+        };
+        if (!m->scan_active) {
+                ret->done = ret->estimate = seen;
+                ret->eta = 0;
+                return;
+        }
+        ret->seconds = ((double) iver_monotonic_ns() / 1000.0 - (double) m->scan_start_usec) / 1e6;
+        /* the walk is depth first: directories still to read hold on average
+         * as many files as the ones read so far (an underestimate early on,
+         * where whole subtrees wait); a restored snapshot knows better */
+        uint64_t est = seen;
+        if (todo > 0 && dirs > 0)
+                est += (uint64_t) ((double) seen / (double) dirs * (double) todo);
+        if (m->scan_estimate > est)
+                est = m->scan_estimate;
+        ret->estimate = est;
+        if (ret->seconds > 0.2 && ret->done > 0) {
+                ret->rate = (double) ret->done / ret->seconds;
+                ret->eta = (double) (est > ret->done ? est - ret->done : 0) / ret->rate;
+        }
+}
+
+/* The scan settled: one line for it (always for the first, for a rescan
+ * only when it found something). */
+static void scan_end(Manager *m) {
+        ScanProgress p;
+        if (!m->scan_active)
+                return;
+        manager_scan_progress(m, &p);
+        m->scan_active = false;
+        if (p.initial || p.measured > 0 || p.errors > 0 || p.violations > 0)
+                log_scan_summary(p.initial ? "Initial measurement" : "Rescan", (unsigned long long) p.seen,
+                                 (unsigned long long) p.measured, (unsigned long long) p.bytes, p.seconds,
+                                 (unsigned long long) p.errors, (unsigned long long) p.violations);
+}
+
 int manager_rescan(Manager *m) {
         m->scans++;
+        scan_begin(m);
         /* mark and sweep: what this scan does not see again was deleted while
          * no event told us (rescan-only directories, lost events) */
         iver_cache_clear_marks(iver_context_cache(m->ctx));
@@ -87,10 +160,12 @@ int manager_rescan(Manager *m) {
 static void sweep(Manager *m) {
         IverCache *c = iver_context_cache(m->ctx);
         size_t n = 0;
+        char p[IVER_CACHE_PATH_MAX];
         m->sweep_pending = false;
         for (uint32_t i = 0; i < iver_cache_size(c); i++)
                 if (!iver_cache_has_mark(c, i)) {
-                        manager_queue(m, iver_cache_path(c, i, NULL));
+                        (void) iver_cache_path(c, i, p, sizeof(p));
+                        manager_queue(m, p);
                         n++;
                 }
         if (n > 0)
@@ -103,15 +178,17 @@ bool manager_settled(const Manager *m) {
 }
 
 static void send_status(Manager *m) {
-        uint64_t seen = walk_files_seen(m->walk);
         if (!m->initial_scan_done) {
-                if (m->scan_estimate)
-                        sd_notifyf(0, "STATUS=Initial scan: scanned %'llu / ~%'llu files, %zu queued",
-                                   (unsigned long long) seen, (unsigned long long) m->scan_estimate,
-                                   queue_queued(m->queue));
-                else
-                        sd_notifyf(0, "STATUS=Initial scan: scanned %llu files, %zu queued", (unsigned long long) seen,
-                                   queue_queued(m->queue));
+                ScanProgress p;
+                manager_scan_progress(m, &p);
+                char eta[32] = "ETA unknown";
+                if (p.eta >= 0)
+                        snprintf(eta, sizeof(eta), "ETA %.0f s", p.eta);
+                sd_notifyf(0,
+                           "STATUS=Initial scan: %llu / ~%llu files (%.0f%%), %llu seen, %.1f MB hashed, %.0f files/s, %s",
+                           (unsigned long long) p.done, (unsigned long long) p.estimate,
+                           p.estimate ? 100.0 * (double) p.done / (double) p.estimate : 0.0, (unsigned long long) p.seen,
+                           (double) p.bytes / 1e6, p.rate, eta);
         } else
                 sd_notifyf(0, "STATUS=Watching %u directories, %zu files cached, %llu measurements",
                            watch_count(m->watch), iver_cache_size(iver_context_cache(m->ctx)),
@@ -126,11 +203,10 @@ void manager_maybe_settled(Manager *m) {
                 if (!manager_settled(m))
                         return;
         }
+        scan_end(m);
         if (!m->initial_scan_done) {
                 m->initial_scan_done = true;
                 m->scan_estimate = walk_files_seen(m->walk);
-                log_info("Initial scan done: %llu files seen, %zu cached", (unsigned long long) m->scan_estimate,
-                         iver_cache_size(iver_context_cache(m->ctx)));
                 send_status(m);
         }
         control_settled(m->control);

@@ -61,6 +61,10 @@ typedef struct Manager {
         uint64_t scan_files, scan_estimate, scans;
         uint64_t errors, not_regular, violations, measurements, rescans_overflow;
         uint64_t peak_queued;
+        /* the scan in progress (initial or rescan), for progress and its summary */
+        bool scan_active;
+        uint64_t scan_start_usec, scan_base_seen, scan_base_dirs, scan_base_measurements, scan_base_bytes,
+                scan_base_errors, scan_base_violations;
         IverKeyring *keyring;           /* appraisal keys */
         uint64_t appraisals[_IVER_APPRAISAL_MAX];
         uint64_t gid_stats;             /* group allowed to read (UINT64_MAX: none) */
@@ -91,6 +95,21 @@ int manager_reload(Manager *m, char **ret_error);
 bool manager_settled(const Manager *m);
 /* Called when something may have settled (wakes iverctl settle waiters). */
 void manager_maybe_settled(Manager *m);
+
+/* Progress of the scan in progress (or of the last one when none runs). */
+typedef struct ScanProgress {
+        bool active, initial;
+        uint64_t seen;          /* regular files the walk found */
+        uint64_t done;          /* of them, checked (seen less queued and hashing) */
+        uint64_t estimate;      /* estimated total files (0: unknown) */
+        uint64_t measured;      /* new measurements during the scan */
+        uint64_t bytes;         /* bytes hashed during the scan */
+        uint64_t errors, violations;
+        double seconds;         /* since the scan started */
+        double rate;            /* files checked per second */
+        double eta;             /* seconds left (-1: unknown) */
+} ScanProgress;
+void manager_scan_progress(const Manager *m, ScanProgress *ret);
 
 /* Policy question for walker and watcher: may anything below dir be measured? */
 bool manager_dir_wanted(const Manager *m, const char *dir);

@@ -77,9 +77,11 @@ void persist_load(Manager *m) {
         /* files deleted (or replaced by a non-regular file) while iverd was
          * down: no event and no walk will ever visit them again */
         size_t gone = 0;
+        char p[IVER_CACHE_PATH_MAX];
         for (size_t i = iver_cache_size(c); i-- > 0;) {
                 struct stat pst;
-                if (lstat(iver_cache_path(c, (uint32_t) i, NULL), &pst) < 0 ? errno == ENOENT || errno == ENOTDIR
+                (void) iver_cache_path(c, (uint32_t) i, p, sizeof(p));
+                if (lstat(p, &pst) < 0 ? errno == ENOENT || errno == ENOTDIR
                                                                              : !S_ISREG(pst.st_mode)) {
                         iver_cache_remove(c, (uint32_t) i);
                         gone++;

@@ -64,6 +64,19 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "workers", U64(workers_count(m->workers)));
         ADD(o, "errors", U64(m->errors));
         ADD(o, "violations", U64(m->violations));
+        ScanProgress sp;
+        manager_scan_progress(m, &sp);
+        ADD(o, "settled", json_object_new_boolean(manager_settled(m)));
+        ADD(o, "scan_active", json_object_new_boolean(sp.active));
+        ADD(o, "scan_files_seen", U64(sp.seen));
+        ADD(o, "scan_files_done", U64(sp.done));
+        ADD(o, "scan_files_estimate", U64(sp.estimate));
+        ADD(o, "scan_bytes_hashed", U64(sp.bytes));
+        ADD(o, "scan_files_per_sec", U64((uint64_t) sp.rate));
+        ADD(o, "scan_seconds", json_object_new_double(sp.seconds));
+        ADD(o, "scan_eta_sec", sp.eta >= 0 ? U64((uint64_t) (sp.eta + 0.5)) : NULL);
+        ADD(o, "journal_dropped", U64(log_dropped()));
+        ADD(o, "log_suppressed", U64(log_suppressed()));
         ADD(o, "policy", json_object_new_string(m->policy_source ?: ""));
         ADD(o, "socket", json_object_new_string(control_path(m->control)));
         evidence_status(m->evidence, o);
@@ -115,10 +128,9 @@ static json_object *verb_list(Manager *m, Conn *c, json_object *req) {
         const char *prefix = json_object_object_get_ex(req, "prefix", &v) ? json_object_get_string(v) : "";
         bool only_violations = json_object_object_get_ex(req, "violations", &v) && json_object_get_boolean(v);
         size_t plen = strlen(prefix);
-        char hex[2 * IVER_DIGEST_MAX + 1];
+        char hex[2 * IVER_DIGEST_MAX + 1], p[IVER_CACHE_PATH_MAX];
         for (size_t i = 0; i < iver_cache_size(cache); i++) {
-                size_t len;
-                const char *p = iver_cache_path(cache, (uint32_t) i, &len);
+                size_t len = iver_cache_path(cache, (uint32_t) i, p, sizeof(p));
                 if (len < plen || memcmp(p, prefix, plen) != 0)
                         continue;
                 IverEntry e;

@@ -32,6 +32,7 @@ struct Walk {
         char *cur_path;
         sd_event_source *source;
         uint64_t files;
+        uint64_t dirs_done, dirs_todo; /* for the progress estimate */
 };
 
 static int walk_step(sd_event_source *s, void *userdata);
@@ -76,6 +77,7 @@ static int push(Walk *w, const char *path) {
         memcpy(d->path, path, len + 1);
         d->next = w->todo;
         w->todo = d;
+        w->dirs_todo++;
         return 0;
 }
 
@@ -94,6 +96,11 @@ uint64_t walk_files_seen(const Walk *w) {
         return w->files;
 }
 
+void walk_dirs(const Walk *w, uint64_t *ret_done, uint64_t *ret_todo) {
+        *ret_done = w->dirs_done;
+        *ret_todo = w->dirs_todo;
+}
+
 static int walk_step(sd_event_source *s, void *userdata) {
         Walk *w = userdata;
         unsigned n = 0;
@@ -104,6 +111,8 @@ static int walk_step(sd_event_source *s, void *userdata) {
                         if (!d)
                                 break;
                         w->todo = d->next;
+                        w->dirs_todo--;
+                        w->dirs_done++;
                         free(w->cur_path);
                         w->cur_path = strdup(d->path);
                         free(d);

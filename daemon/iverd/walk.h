@@ -15,3 +15,5 @@ Walk *walk_free(Walk *w);
 int walk_add(Walk *w, const char *dir);
 bool walk_busy(const Walk *w);
 uint64_t walk_files_seen(const Walk *w);
+/* Directories read so far (all scans) and still to read. */
+void walk_dirs(const Walk *w, uint64_t *ret_done, uint64_t *ret_todo);

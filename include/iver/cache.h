@@ -11,8 +11,10 @@
  * generation, the cookie and stat snapshot of the last measurement, its
  * digest, the ledger's heuristic shadows, flags and the path for reports.
  * Two open-addressing indexes (by identity, by path) over a dense chunked
- * entry array; paths and digests live in append-only arenas. No per-entry
- * allocation. Entries are addressed by a stable-until-removal index. */
+ * entry array; a path is kept as a directory (stored once in a directory
+ * table) and a basename; names and digests live in arenas whose freed space
+ * is reused or compacted away. No per-entry allocation. Entries are
+ * addressed by a stable-until-removal index. */
 typedef struct IverCache IverCache;
 
 enum {
@@ -56,8 +58,14 @@ uint32_t iver_cache_find_path(const IverCache *c, const char *path, size_t len);
 void iver_cache_get(const IverCache *c, uint32_t idx, IverEntry *ret);
 /* The entry's cookie (source from the entry). */
 IverCookie iver_cache_cookie(const IverCache *c, uint32_t idx);
-/* Path (NUL-terminated; may contain any byte but NUL) of entry idx. */
-const char *iver_cache_path(const IverCache *c, uint32_t idx, size_t *ret_len);
+/* Longest path the cache keeps, with its NUL: a buffer of this size always
+ * holds a path. */
+#define IVER_CACHE_PATH_MAX (UINT16_MAX + 1)
+/* Write the path of entry idx (any byte but NUL) into buf, NUL-terminated
+ * and cut to size - 1 bytes; returns its whole length (like snprintf). Paths
+ * are not stored contiguously (one copy of each directory), so there is no
+ * pointer to hand out. */
+size_t iver_cache_path(const IverCache *c, uint32_t idx, char *buf, size_t size);
 
 /* Insert or replace the entry for e->id's (dev, ino): an entry for another
  * path or generation is replaced whole. Any other entry that held this path
@@ -84,7 +92,7 @@ void iver_cache_remove(IverCache *c, uint32_t idx);
 
 /* Bytes allocated by the cache, arenas and indexes included. */
 size_t iver_cache_memory(const IverCache *c);
-/* Bytes of path and digest arenas (subtract to get the per-entry fixed cost). */
+/* Bytes of live directory and name records (subtract to get the per-entry fixed cost). */
 size_t iver_cache_path_bytes(const IverCache *c);
 
 /* Iterate: for (i = 0; i < iver_cache_size(c); i++) — indexes are dense. */

@@ -8,11 +8,13 @@
 
 /* The policy language of iverd(8), described in iverd.policy(5).
  *
- * A policy is an ordered list of rules, one a line. Rules fall in two
+ * A policy is an ordered list of rules, one a line. Rules fall in three
  * independent classes, as in kernel IMA: measure/dont_measure decide
  * whether a file is measured, appraise/dont_appraise whether it is
- * appraised. Within a class the first matching rule wins; a path no rule
- * of the class matches is not measured (not appraised).
+ * appraised, audit whether each of its measurements is also written to the
+ * audit log (kernel IMA has no dont_audit either). Within a class the first
+ * matching rule wins; a path no rule of the class matches is not measured
+ * (not appraised, not audited).
  *
  * Loading builds a complete new policy and hands it out only if every file
  * parsed without error: a policy is never half-loaded. Every problem found
@@ -34,14 +36,16 @@ typedef enum IverPolicyAction {
         IVER_ACTION_DONT_MEASURE,
         IVER_ACTION_APPRAISE,
         IVER_ACTION_DONT_APPRAISE,
+        IVER_ACTION_AUDIT,
         _IVER_ACTION_MAX,
         _IVER_ACTION_INVALID = -22, /* -EINVAL */
 } IverPolicyAction;
 
-/* Which question a match answers: measure/dont_measure rules or appraise/dont_appraise rules. */
+/* Which question a match answers: measure/dont_measure rules, appraise/dont_appraise rules or audit rules. */
 typedef enum IverPolicyClass {
         IVER_CLASS_MEASURE,
         IVER_CLASS_APPRAISE,
+        IVER_CLASS_AUDIT,
         _IVER_CLASS_MAX,
         _IVER_CLASS_INVALID = -22,
 } IverPolicyClass;
@@ -49,7 +53,7 @@ typedef enum IverPolicyClass {
 const char *iver_policy_action_to_string(IverPolicyAction a);
 IverPolicyAction iver_policy_action_from_string(const char *s);
 IverPolicyClass iver_policy_action_class(IverPolicyAction a);
-/* Whether the action is measure or appraise (as opposed to dont_…). */
+/* Whether the action is measure, appraise or audit (as opposed to dont_…). */
 bool iver_policy_action_is_positive(IverPolicyAction a);
 
 /* Filesystem magic by name ("ext4", "tmpfs", …) and back. 0 / NULL when unknown. */
@@ -72,7 +76,8 @@ typedef struct IverFileAttr {
 
 /* The answer of a match. Pointers borrow from the policy. */
 typedef struct IverPolicyDecision {
-        bool matched;            /* false: no rule of the class matched; action is the dont_ one */
+        bool matched;            /* false: no rule of the class matched; action is the dont_ one
+                                  * (_IVER_ACTION_INVALID for the audit class, which has none) */
         IverPolicyAction action;
         int pcr;                 /* pcr= of the rule, or IVER_POLICY_PCR_UNSET (use the configured PCR) */
         IverHashAlgo hash;       /* hash= of the rule, or _IVER_HASH_INVALID (use the configured hash) */

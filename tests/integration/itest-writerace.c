@@ -332,16 +332,15 @@ static void invariant(const char *when) {
         for (size_t i = 0; i < iver_cache_size(c); i++) {
                 IverEntry e;
                 IverStat st;
-                const char *p;
-                size_t plen;
+                char p[IVER_CACHE_PATH_MAX];
 
                 iver_cache_get(c, (uint32_t) i, &e);
                 if (!(e.flags & IVER_ENTRY_MEASURED) || (e.flags & (IVER_ENTRY_PROVISIONAL | IVER_ENTRY_UNSTABLE)))
                         continue;
                 S.invariant_entries++;
-                p = iver_cache_path(c, (uint32_t) i, &plen);
-                if (!p || strcmp(p, path) != 0) {
-                        fail("%s: unexpected cache entry for path %s", when, p ?: "(null)");
+                (void) iver_cache_path(c, (uint32_t) i, p, sizeof(p));
+                if (strcmp(p, path) != 0) {
+                        fail("%s: unexpected cache entry for path %s", when, p);
                         S.violations++;
                         continue;
                 }

@@ -107,7 +107,7 @@ NORMAL_SUM=$(sha256sum "$S/tree/normal.conf" | cut -d' ' -f1)
 # one byte at a time, front to back: the size stays, the content and ctime keep moving
 ( exec 3<>"$S/tree/busy.bin"; while :; do printf 'x' >&3; done ) &
 WRITER_PID=$!
-printf 'measure path=%s/tree/**\n' "$S" > "$S/test.policy"
+printf 'measure path=%s/tree/**\naudit path=%s/tree/normal.conf\n' "$S" "$S" > "$S/test.policy"
 : > "$S/iverd.conf"
 
 step "iverd (private network namespace, like PrivateNetwork=yes)"

@@ -68,8 +68,8 @@ START_TEST(test_basic) {
         const char weird[] = "/x\ny\xff z";
         uint32_t ib;
         ck_assert_int_eq(iver_cache_put(c, &b, weird, sizeof(weird) - 1, &ib), 0);
-        size_t len;
-        const char *p = iver_cache_path(c, ib, &len);
+        char p[IVER_CACHE_PATH_MAX];
+        size_t len = iver_cache_path(c, ib, p, sizeof(p));
         ck_assert_uint_eq(len, sizeof(weird) - 1);
         ck_assert_mem_eq(p, weird, len);
 
@@ -187,6 +187,113 @@ START_TEST(test_million) {
 }
 END_TEST
 
+/* dpkg-style replacement: a new inode under NAME.dpkg-new renamed over NAME,
+ * many times over a few files: memory stays where it was (freed names and
+ * digests are reused), every path still resolves to its newest inode. */
+START_TEST(test_churn_flat) {
+        IverCache *c = NULL;
+        char p[128], tmp[128];
+        ck_assert_int_eq(iver_cache_new(&c), 0);
+        for (uint32_t i = 0; i < 500; i++) {
+                IverEntry e = mkentry(1, i, 1, 1);
+                int n = snprintf(p, sizeof(p), "/usr/share/pkg%u/file-%u", i / 20, i);
+                ck_assert_int_eq(iver_cache_put(c, &e, p, (size_t) n, NULL), 0);
+        }
+        size_t mem0 = 0;
+        uint64_t ino = 1000000;
+        for (uint32_t r = 0; r < 50000; r++) {
+                uint32_t i = r % 500;
+                if (r == 500)
+                        mem0 = iver_cache_memory(c);
+                IverEntry e = mkentry(1, ino++, 1, (uint8_t) r);
+                int tn = snprintf(tmp, sizeof(tmp), "/usr/share/pkg%u/file-%u.dpkg-new", i / 20, i);
+                int n = snprintf(p, sizeof(p), "/usr/share/pkg%u/file-%u", i / 20, i);
+                ck_assert_int_eq(iver_cache_put(c, &e, tmp, (size_t) tn, NULL), 0);
+                ck_assert_int_eq(iver_cache_put(c, &e, p, (size_t) n, NULL), 0);
+        }
+        ck_assert_uint_eq(iver_cache_size(c), 500);
+        ck_assert_uint_eq(iver_cache_memory(c), mem0);
+        for (uint32_t i = 0; i < 500; i++) {
+                int n = snprintf(p, sizeof(p), "/usr/share/pkg%u/file-%u", i / 20, i);
+                uint32_t idx = iver_cache_find_path(c, p, (size_t) n);
+                ck_assert_uint_ne(idx, IVER_CACHE_NONE);
+                IverEntry got;
+                iver_cache_get(c, idx, &got);
+                ck_assert_uint_ge(got.id.ino, 1000000);
+                char q[IVER_CACHE_PATH_MAX];
+                ck_assert_uint_eq(iver_cache_path(c, idx, q, sizeof(q)), (size_t) n);
+                ck_assert_str_eq(q, p);
+        }
+        iver_cache_free(c);
+}
+END_TEST
+
+/* Long names are not on free lists: removing most of them leaves garbage
+ * that compaction gives back, and every survivor keeps its path and digest. */
+START_TEST(test_compaction) {
+        IverCache *c = NULL;
+        char p[2048];
+        ck_assert_int_eq(iver_cache_new(&c), 0);
+        const uint32_t n = 6000;
+        for (uint32_t i = 0; i < n; i++) {
+                IverEntry e = mkentry(1, i, 1, 1);
+                int l = snprintf(p, sizeof(p), "/d%u/%0900u", i % 7, i);
+                ck_assert_int_eq(iver_cache_put(c, &e, p, (size_t) l, NULL), 0);
+        }
+        size_t full = iver_cache_memory(c);
+        for (uint32_t i = 0; i < n; i++)
+                if (i % 10 != 0)
+                        iver_cache_remove(c, iver_cache_find_inode(c, 1, i));
+        ck_assert_uint_eq(iver_cache_size(c), n / 10);
+        ck_assert_uint_lt(iver_cache_memory(c), full / 2);
+        for (uint32_t i = 0; i < n; i += 10) {
+                int l = snprintf(p, sizeof(p), "/d%u/%0900u", i % 7, i);
+                uint32_t idx = iver_cache_find_path(c, p, (size_t) l);
+                ck_assert_uint_eq(idx, iver_cache_find_inode(c, 1, i));
+                IverEntry want = mkentry(1, i, 1, 1);
+                assert_entry(c, idx, &want);
+                char q[IVER_CACHE_PATH_MAX];
+                ck_assert_uint_eq(iver_cache_path(c, idx, q, sizeof(q)), (size_t) l);
+                ck_assert_str_eq(q, p);
+        }
+        iver_cache_free(c);
+}
+END_TEST
+
+/* One copy of a directory: path bytes follow basenames, not full paths; a
+ * path without '/' and a short buffer work. */
+START_TEST(test_directories) {
+        IverCache *c = NULL;
+        char p[256];
+        ck_assert_int_eq(iver_cache_new(&c), 0);
+        const char *dir = "/usr/lib/x86_64-linux-gnu/a-rather-long-package-directory-name/";
+        for (uint32_t i = 0; i < 1000; i++) {
+                IverEntry e = mkentry(1, i, 1, 1);
+                int l = snprintf(p, sizeof(p), "%sf%u", dir, i);
+                ck_assert_int_eq(iver_cache_put(c, &e, p, (size_t) l, NULL), 0);
+        }
+        /* dir once + 1000 × (header + "fNNN", 8-byte granules) */
+        ck_assert_uint_le(iver_cache_path_bytes(c), 1000 * 16 + 128);
+        IverEntry e = mkentry(2, 1, 1, 1);
+        uint32_t idx;
+        ck_assert_int_eq(iver_cache_put(c, &e, "relative", 8, &idx), 0);
+        ck_assert_uint_eq(iver_cache_find_path(c, "relative", 8), idx);
+        ck_assert_uint_eq(iver_cache_find_path(c, "/relative", 9), IVER_CACHE_NONE);
+        char small[5];
+        ck_assert_uint_eq(iver_cache_path(c, idx, small, sizeof(small)), 8);
+        ck_assert_str_eq(small, "rela");
+        /* emptying a directory frees it; the same directory comes back */
+        for (uint32_t i = 0; i < 1000; i++)
+                iver_cache_remove(c, iver_cache_find_inode(c, 1, i));
+        ck_assert_uint_eq(iver_cache_size(c), 1);
+        int l = snprintf(p, sizeof(p), "%sagain", dir);
+        ck_assert_int_eq(iver_cache_put(c, &e, p, (size_t) l, &idx), 0);
+        ck_assert_uint_eq(iver_cache_find_path(c, p, (size_t) l), idx);
+        ck_assert_uint_eq(iver_cache_find_path(c, "relative", 8), IVER_CACHE_NONE);
+        iver_cache_free(c);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("cache");
         TCase *tc = tcase_create("core");
@@ -194,6 +301,9 @@ int main(void) {
         tcase_add_test(tc, test_basic);
         tcase_add_test(tc, test_touch);
         tcase_add_test(tc, test_million);
+        tcase_add_test(tc, test_churn_flat);
+        tcase_add_test(tc, test_compaction);
+        tcase_add_test(tc, test_directories);
         suite_add_tcase(s, tc);
         return iver_run_suite(s);
 }

@@ -140,6 +140,46 @@ START_TEST(test_first_match_wins) {
 }
 END_TEST
 
+/* audit is a class of its own (kernel IMA's audit action): the first audit
+ * rule whose conditions hold decides, measure rules don't see it, and it
+ * takes no measure-only options. */
+START_TEST(test_audit_class) {
+        IverPolicy *p = load_ok(
+                "audit path=/usr/sbin/* fowner=0\n"
+                "measure path=/usr/**\n"
+                "audit path=/usr/bin/**\n");
+        IverPolicyDecision d;
+        IverFileAttr root = { .owner = 0, .subject_uid = IVER_UID_UNKNOWN }, user = { .owner = 1000, .subject_uid = IVER_UID_UNKNOWN };
+        ck_assert_int_eq(iver_policy_match(p, IVER_CLASS_AUDIT, "/usr/bin/ls", 11, NULL, &d), 1);
+        ck_assert_int_eq(d.action, IVER_ACTION_AUDIT);
+        ck_assert_uint_eq(d.rule, 2);
+        ck_assert_int_eq(iver_policy_match(p, IVER_CLASS_AUDIT, "/usr/sbin/sshd", 14, &root, &d), 1);
+        ck_assert_uint_eq(d.rule, 0);
+        ck_assert_int_eq(iver_policy_match(p, IVER_CLASS_AUDIT, "/usr/sbin/sshd", 14, &user, &d), 0);
+        ck_assert(!d.matched);
+        ck_assert_int_eq(d.action, _IVER_ACTION_INVALID);
+        ck_assert_int_eq(iver_policy_match(p, IVER_CLASS_AUDIT, "/usr/lib/x", 10, NULL, &d), 0);
+        /* the measure class is untouched by audit rules */
+        ck_assert_int_eq(iver_policy_match(p, IVER_CLASS_MEASURE, "/usr/bin/ls", 11, NULL, &d), 1);
+        ck_assert_int_eq(d.action, IVER_ACTION_MEASURE);
+        ck_assert_uint_eq(d.rule, 1);
+        ck_assert(iver_policy_may_match_below(p, IVER_CLASS_AUDIT, "/usr/bin", 8));
+        ck_assert(!iver_policy_may_match_below(p, IVER_CLASS_AUDIT, "/etc", 4));
+        ck_assert_str_eq(iver_policy_action_to_string(IVER_ACTION_AUDIT), "audit");
+        ck_assert_int_eq(iver_policy_action_class(IVER_ACTION_AUDIT), IVER_CLASS_AUDIT);
+        char *text = NULL;
+        ck_assert_int_eq(iver_policy_rule_format(p, 2, &text), 0);
+        ck_assert_str_eq(text, "audit path=\"/usr/bin/**\"");
+        free(text);
+        iver_policy_free(p);
+
+        IverPolicyDiags diags = {};
+        ck_assert_int_eq(iver_policy_load_string("t.policy", "audit pcr=11\n", 13, &diags, &p), -EINVAL);
+        ck_assert_uint_eq(diags.n_errors, 1);
+        iver_policy_diags_done(&diags);
+}
+END_TEST
+
 static const struct {
         const char *pattern, *path;
         bool match;
@@ -352,9 +392,9 @@ static const struct {
         const char *error;
 } error_cases[] = {
         { "mesure path=/x\n",
-          "t.policy:1:1: unknown action 'mesure', expected measure, dont_measure, appraise or dont_appraise" },
+          "t.policy:1:1: unknown action 'mesure', expected measure, dont_measure, appraise, dont_appraise or audit" },
         { "path=/x\n",
-          "t.policy:1:1: unknown action 'path=/x', expected measure, dont_measure, appraise or dont_appraise" },
+          "t.policy:1:1: unknown action 'path=/x', expected measure, dont_measure, appraise, dont_appraise or audit" },
         { "# ok\nmeasure path=/x foo=1\n",
           "t.policy:2:17: unknown condition or option 'foo', expected path=, fstype=, uid=, fowner=, mode=, size<=, size>=, pcr=, hash= or template=" },
         { "measure bar\n",
@@ -840,6 +880,7 @@ int main(void) {
         tcase_add_test(tc, test_quoting_and_bytes);
         tcase_add_test(tc, test_attribute_conditions);
         tcase_add_test(tc, test_options_in_decision);
+        tcase_add_test(tc, test_audit_class);
         tcase_add_test(tc, test_error_messages);
         tcase_add_test(tc, test_nul_and_long_lines);
         tcase_add_test(tc, test_all_errors_reported);

@@ -40,13 +40,14 @@ static void assert_same(IverCache *a, IverCache *b) {
         ck_assert_uint_eq(iver_cache_size(a), iver_cache_size(b));
         for (uint32_t i = 0; i < iver_cache_size(a); i++) {
                 IverEntry x, y;
-                size_t lx, ly;
+                char px[IVER_CACHE_PATH_MAX], py[IVER_CACHE_PATH_MAX];
                 iver_cache_get(a, i, &x);
-                const char *px = iver_cache_path(a, i, &lx);
+                size_t lx = iver_cache_path(a, i, px, sizeof(px));
                 uint32_t j = iver_cache_find_path(b, px, lx);
                 ck_assert_uint_ne(j, IVER_CACHE_NONE);
                 iver_cache_get(b, j, &y);
-                const char *py = iver_cache_path(b, j, &ly);
+                size_t ly = iver_cache_path(b, j, py, sizeof(py));
+                ck_assert_uint_eq(lx, ly);
                 ck_assert_mem_eq(px, py, lx);
                 ck_assert(iver_identity_equal(&x.id, &y.id));
                 ck_assert_int_eq(x.ctime, y.ctime);
