@@ -176,9 +176,9 @@ static void on_write(FsTrack *t, TrackedFs *f, uint64_t mask, struct file_handle
         /* a close after a write: re-hash even if no timestamp moved (stores
          * through a shared mapping); any write: a later cookie move is content */
         iver_cache_update_flags(c, idx, IVER_ENTRY_WRITTEN | (close_write ? IVER_ENTRY_STALE : 0), 0);
-        _cleanup_free_ char *p = strdup(iver_cache_path(c, idx, NULL));
-        if (p)
-                manager_queue(t->m, p);
+        char p[IVER_CACHE_PATH_MAX];
+        (void) iver_cache_path(c, idx, p, sizeof(p));
+        manager_queue(t->m, p); /* the queue keeps its own copy */
 }
 
 static void add_ignore(FsTrack *t, int dirfd) {

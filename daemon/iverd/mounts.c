@@ -108,14 +108,11 @@ static void covered(Mounts *t, const char *mp) {
         IverCache *c = iver_context_cache(m->ctx);
         size_t len = strlen(mp);
         bool root = strcmp(mp, "/") == 0;
+        char p[IVER_CACHE_PATH_MAX];
         for (uint32_t i = 0; i < iver_cache_size(c); i++) {
-                size_t plen;
-                const char *p = iver_cache_path(c, i, &plen);
-                if (root || (plen > len && p[len] == '/' && memcmp(p, mp, len) == 0)) {
-                        _cleanup_free_ char *copy = strdup(p);
-                        if (copy)
-                                manager_queue(m, copy);
-                }
+                size_t plen = iver_cache_path(c, i, p, sizeof(p));
+                if (root || (plen > len && p[len] == '/' && memcmp(p, mp, len) == 0))
+                        manager_queue(m, p); /* the queue keeps its own copy */
         }
 }
 
