@@ -100,6 +100,8 @@ static size_t put_safe(FILE *f, const uint8_t *s, size_t left, bool escape_backs
 }
 
 void print_path(FILE *f, const char *str) {
+        if (!str)
+                str = "null"; /* a JSON null */
         const uint8_t *s = (const uint8_t *) str;
         size_t len = strlen(str);
         for (size_t i = 0; i < len;)
@@ -107,6 +109,8 @@ void print_path(FILE *f, const char *str) {
 }
 
 void print_text(FILE *f, const char *str) {
+        if (!str)
+                str = "null"; /* a JSON null */
         const uint8_t *s = (const uint8_t *) str;
         size_t len = strlen(str);
         for (size_t i = 0; i < len;)
