@@ -332,8 +332,12 @@ int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pen
                                     .reason = pending->reason };
 
         if (r < 0) {
+                /* vanished: forgotten; unreadable: what is on record no longer
+                 * describes the file (it changed, or begin would not have asked) */
                 if (r == -ENOENT || r == -ENOTDIR)
                         iver_check_forget(ctx, path);
+                else
+                        iver_check_invalidate(ctx, path);
                 out->result = IVER_CHECK_ERROR;
                 out->error = r;
                 return r;

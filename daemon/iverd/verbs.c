@@ -150,6 +150,7 @@ static json_object *verb_list(Manager *m, Conn *c, json_object *req) {
                 const char *state = e.flags & IVER_ENTRY_UNSTABLE      ? "unstable"
                                     : e.flags & IVER_ENTRY_PROVISIONAL ? "provisional"
                                     : e.flags & IVER_ENTRY_RACY        ? "racy"
+                                    : e.flags & IVER_ENTRY_STALE       ? "stale"
                                                                        : "measured";
                 ADD(r, "state", json_object_new_string(state));
                 ADD(r, "size", U64(e.size));
