@@ -8,10 +8,12 @@
 #   share/man/man{1,5,8}/  share/bash-completion/completions/iverctl
 #   <systemdsystemunitdir>/iverd.{service,socket}  <sysusersdir>/iverd.conf
 #   /etc/iverd/iverd.conf  /etc/iverd/policy.d/50-default.policy
+# Other prefixes P keep everything below P: P/etc/iverd/, P/lib/systemd/system/,
+# P/lib/sysusers.d/ (cmake/paths.cmake: IVER_SYSCONFDIR, IVER_ETCDIR).
 #
-# /etc/iverd is absolute whatever the prefix: iverd reads /etc/iverd/iverd.conf,
-# /etc/iverd/iverd.policy, then /etc/iverd/policy.d/*.policy (IVER_CONF_FILE,
-# IVER_POLICY_FILE, IVER_POLICY_DROPIN_DIR). The default policy is a drop-in
+# iverd reads IVER_SYSCONFDIR/iverd/iverd.conf, iverd.policy, then policy.d/*.policy
+# (IVER_CONF_FILE, IVER_POLICY_FILE, IVER_POLICY_DROPIN_DIR), the sysconfdir
+# it was configured for. The default policy is a drop-in
 # (50-default.policy) because the first matching rule wins: local exceptions go
 # in iverd.policy or an earlier drop-in (10-local.policy) and are read first.
 # An existing file is never overwritten by `cmake --install`; in the .deb both
@@ -22,7 +24,10 @@ find_package(PkgConfig QUIET)
 function(_iver_systemd_dir var pcvar fallback doc)
   if(NOT DEFINED CACHE{${var}} OR "${${var}}" STREQUAL "")
     set(_dir "")
-    if(PKG_CONFIG_FOUND)
+    if(NOT IVER_SYSTEM_PREFIX)
+      # a prefixed install keeps its units below the prefix (relative)
+      string(REGEX REPLACE "^/(usr/)?" "" _dir "${fallback}")
+    elseif(PKG_CONFIG_FOUND)
       pkg_get_variable(_dir systemd ${pcvar})
     endif()
     if(_dir STREQUAL "")
@@ -39,7 +44,18 @@ _iver_systemd_dir(IVER_SYSUSERSDIR sysusersdir "/usr/lib/sysusers.d"
 _iver_systemd_dir(IVER_TMPFILESDIR tmpfilesdir "/usr/lib/tmpfiles.d"
   "Where tmpfiles.d fragments are installed (default: pkg-config systemd tmpfilesdir; iverd ships none)")
 
-set(IVER_ETCDIR "/etc/iverd")
+# IVER_ETCDIR: cmake/paths.cmake (relative to the prefix, or absolute for /usr)
+# Destinations relative to the prefix are resolved at install time, so that
+# `cmake --install --prefix P` follows P.
+function(_iver_abs_code var dir)
+  if(IS_ABSOLUTE "${dir}")
+    set(${var} "${dir}" PARENT_SCOPE)
+  else()
+    set(${var} "\${CMAKE_INSTALL_PREFIX}/${dir}" PARENT_SCOPE)
+  endif()
+endfunction()
+_iver_abs_code(_iver_unitdir_code "${IVER_SYSTEMD_UNITDIR}")
+_iver_abs_code(_iver_etcdir_code "${IVER_ETCDIR}")
 set(IVER_BASH_COMPLETIONSDIR "${CMAKE_INSTALL_DATADIR}/bash-completion/completions"
     CACHE STRING "Where bash completions are installed (relative: below the prefix)")
 
@@ -78,7 +94,7 @@ install(CODE "
     string(REPLACE \"/usr/bin/iverctl\" \"\${_bin}/iverctl\" _t \"\${_t}\")
     file(WRITE \"${_iver_units_out}/\${_u}\" \"\${_t}\")
   endforeach()
-  file(INSTALL DESTINATION \"${IVER_SYSTEMD_UNITDIR}\" TYPE FILE PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+  file(INSTALL DESTINATION \"${_iver_unitdir_code}\" TYPE FILE PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
        FILES ${_iver_units_built})
 ")
 install(FILES systemd/iverd.sysusers DESTINATION "${IVER_SYSUSERSDIR}" RENAME iverd.conf)
@@ -86,14 +102,14 @@ if(EXISTS "${PROJECT_SOURCE_DIR}/systemd/iverd.tmpfiles")
   install(FILES systemd/iverd.tmpfiles DESTINATION "${IVER_TMPFILESDIR}" RENAME iverd.conf)
 endif()
 
-# ---- /etc/iverd: configuration and default policy, never overwritten ----
+# ---- IVER_ETCDIR: configuration and default policy, never overwritten ----
 install(DIRECTORY DESTINATION "${IVER_ETCDIR}/policy.d")
 install(CODE "
   foreach(_pair \"${PROJECT_SOURCE_DIR}/etc/iverd.conf|iverd.conf\" \"${PROJECT_SOURCE_DIR}/policy/iverd.policy|policy.d/50-default.policy\")
     string(REPLACE \"|\" \";\" _pair \"\${_pair}\")
     list(GET _pair 0 _src)
     list(GET _pair 1 _name)
-    set(_dst \"\$ENV{DESTDIR}${IVER_ETCDIR}/\${_name}\")
+    set(_dst \"\$ENV{DESTDIR}${_iver_etcdir_code}/\${_name}\")
     if(EXISTS \"\${_dst}\" OR IS_SYMLINK \"\${_dst}\")
       file(READ \"\${_dst}\" _old)
       file(READ \"\${_src}\" _new)
@@ -102,9 +118,9 @@ install(CODE "
       else()
         message(STATUS \"Keeping: \${_dst} (changed locally; the shipped version is \${_src})\")
       endif()
-      list(APPEND CMAKE_INSTALL_MANIFEST_FILES \"${IVER_ETCDIR}/\${_name}\")
+      list(APPEND CMAKE_INSTALL_MANIFEST_FILES \"${_iver_etcdir_code}/\${_name}\")
     else()
-      file(INSTALL DESTINATION \"${IVER_ETCDIR}\" TYPE FILE PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+      file(INSTALL DESTINATION \"${_iver_etcdir_code}\" TYPE FILE PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
            FILES \"\${_src}\" RENAME \"\${_name}\")
     endif()
   endforeach()

@@ -115,19 +115,16 @@ int verb_stats(int argc, char *argv[]) {
         if (mode == 1) {
                 print_json(s);
         } else if (mode == 2) {
-                char tmp[PATH_MAX];
-                FILE *f = stdout;
-                if (output) {
-                        int fd = -1;
-                        if (snprintf(tmp, sizeof(tmp), "%s.tmp", output) >= (int) sizeof(tmp) ||
-                            (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0 ||
-                            fchmod(fd, 0644) < 0 || !(f = fdopen(fd, "w"))) {
-                                fprintf(stderr, "iverctl stats: cannot write %s: %s\n", tmp, strerror(errno));
-                                if (fd >= 0)
-                                        close(fd), unlink(tmp);
-                                json_object_put(r);
-                                return IVERCTL_EXIT_FAILURE;
-                        }
+                /* --output: built in memory, then written atomically through a new
+                 * temporary (O_EXCL|O_NOFOLLOW, lib/fileio.h): the textfile
+                 * collector's directory may belong to another user */
+                char *doc = NULL;
+                size_t doc_len = 0;
+                FILE *f = output ? open_memstream(&doc, &doc_len) : stdout;
+                if (!f) {
+                        fprintf(stderr, "iverctl stats: %s\n", strerror(errno));
+                        json_object_put(r);
+                        return IVERCTL_EXIT_FAILURE;
                 }
                 StatField sf;
                 for (size_t i = 0; stat_field(i, &sf); i++) {
@@ -159,11 +156,12 @@ int verb_stats(int argc, char *argv[]) {
                                 json_object_get_uint64(val));
                 }
                 if (output) {
-                        bool ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
-                        ok = fclose(f) == 0 && ok;
-                        if (!ok || rename(tmp, output) < 0) {
-                                fprintf(stderr, "iverctl stats: cannot write %s: %s\n", output, strerror(errno));
-                                unlink(tmp);
+                        int k = fclose(f) == 0 ? iver_write_file_atomic(output, doc, doc_len, 0644,
+                                                                        IVER_WRITE_SYNC | IVER_WRITE_EXACT_MODE)
+                                               : -ENOMEM;
+                        free(doc);
+                        if (k < 0) {
+                                fprintf(stderr, "iverctl stats: cannot write %s: %s\n", output, strerror(-k));
                                 json_object_put(r);
                                 return IVERCTL_EXIT_FAILURE;
                         }

@@ -10,7 +10,12 @@
  * keeps the last value. Command-line options of iverd are applied after the
  * files, by the daemon, straight into the fields. */
 
-#define IVER_CONF_FILE "/etc/iverd/iverd.conf"
+/* The sysconfdir the build was configured for (cmake/paths.cmake: /etc for a
+ * /usr build, PREFIX/etc otherwise). */
+#ifndef IVER_SYSCONFDIR
+#define IVER_SYSCONFDIR "/etc"
+#endif
+#define IVER_CONF_FILE IVER_SYSCONFDIR "/iverd/iverd.conf"
 
 typedef enum IverOnAccess {
         IVER_ON_ACCESS_NONE,

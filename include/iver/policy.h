@@ -21,8 +21,11 @@
  * is reported as structured data (file, line, column, message); library
  * code never prints. */
 
-#define IVER_POLICY_FILE       "/etc/iverd/iverd.policy"
-#define IVER_POLICY_DROPIN_DIR "/etc/iverd/policy.d"
+#ifndef IVER_SYSCONFDIR                 /* as in iver/conf.h */
+#define IVER_SYSCONFDIR "/etc"
+#endif
+#define IVER_POLICY_FILE       IVER_SYSCONFDIR "/iverd/iverd.policy"
+#define IVER_POLICY_DROPIN_DIR IVER_SYSCONFDIR "/iverd/policy.d"
 #define IVER_POLICY_DROPIN_SUFFIX ".policy"
 
 /* Limits that keep a hostile or broken file from costing more than a clear error. */

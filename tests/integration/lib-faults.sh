@@ -291,7 +291,7 @@ def cmd_check(a):
     for e in ents:
         bypath.setdefault(e[6], set()).add(e[5])
     for p in tree_files(tree):
-        if sha256(p) not in bypath.get(p, ()):
+        if sha256(p) not in bypath.get(kernel_form(p), ()):  # listed under its kernel-form name
             lost += 1
             msgs.append(f"current digest of {p!r} not in the list")
     if len(a) > 3 and a[3] != '-':

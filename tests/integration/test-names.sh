@@ -176,6 +176,13 @@ grep -a -q "^ *$PCR $FORGED_SHA1 " "$LIST" && fail "the forged line is in the li
 grep -a "report_2024.txt" "$LIST" | sed 's/^/  list: /'
 [ "$(grep -a -c "report_2024.txt" "$LIST")" -eq 2 ] || fail "report 2024.txt not listed twice (ima-ng, ima-sig) as report_2024.txt"
 
+# explain finds a file's entries by its real name (compared in the kernel form)
+for n in 'report 2024.txt' $'new\nline' $'bad\xff\xfeutf8'; do
+        k=$(ctl explain "$T/sig/$n" | python3 -c "import json,sys; print(len(json.loads(sys.stdin.buffer.read().decode('utf-8', 'surrogateescape'))['list_entries']))")
+        [ "$k" -ge 1 ] || fail "explain lists no entry for $(printf %q "$T/sig/$n")"
+done
+echo "explain: the entries of 'report 2024.txt', 'new\\nline' and a non-UTF-8 name are found by their real names"
+
 step "2: evmctl ima_measurement against the TPM's PCRs"
 for b in sha1 sha256; do
         TPM2TOOLS_TCTI="swtpm:path=$D/tpm/swtpm.sock" tpm2_pcrread $b >"$D/$b.txt"

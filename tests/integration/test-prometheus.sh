@@ -7,7 +7,7 @@
 # loopback, nothing else of it) serves them on /metrics.
 #   1  names follow the conventions: HELP + TYPE for each, counters end in
 #      _total, base units (bytes, seconds), appraisal results as a label of one
-#      family; no iverd.prom.tmp left, mode 0644
+#      family; no temporary file left, mode 0644
 #   2  /metrics values = `iverctl stats --json` (CPU in seconds); the exporter
 #      read the file without error; bytes hashed = the tree's size
 #   3  a file rewritten → the next write shows more re-measurements and bytes
@@ -60,7 +60,7 @@ scrape() { curl -sf "http://127.0.0.1:$PORT/metrics"; }
 
 step "1: write the .prom file, check names"
 ctl stats --prometheus --output "$TF/iverd.prom"
-[ ! -e "$TF/iverd.prom.tmp" ] || fail "iverd.prom.tmp left behind"
+! ls -A "$TF" | grep -q "\.tmp$" || fail "a temporary file left behind"
 [ "$(stat -c %a "$TF/iverd.prom")" = 644 ] || fail "iverd.prom mode $(stat -c %a "$TF/iverd.prom")"
 ctl stats --json >"$D/stats.json"
 python3 - "$TF/iverd.prom" <<'EOF'
@@ -144,7 +144,7 @@ done
 wait $WRITER || fail "a write failed"
 echo "$scrapes scrapes during 40 rewrites: $bad incomplete"
 [ $bad -eq 0 ] || fail "the exporter saw a partial file"
-[ ! -e "$TF/iverd.prom.tmp" ] || fail "iverd.prom.tmp left behind"
+! ls -A "$TF" | grep -q "\.tmp$" || fail "a temporary file left behind"
 
 echo
 echo "PASS"

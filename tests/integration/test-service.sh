@@ -101,15 +101,24 @@ step "cmake --install $BUILD --prefix $PREFIX (DESTDIR=$S/root)"
 DESTDIR=$S/root cmake --install "$BUILD" --prefix "$PREFIX" > "$S/install.log" \
   || { cat "$S/install.log"; fail "cmake --install"; }
 R=$S/root
-UNITDIR=$(sed -n 's/^IVER_SYSTEMD_UNITDIR:PATH=//p' "$BUILD/CMakeCache.txt")
-UNITDIR=${UNITDIR:-/lib/systemd/system}
-SYSUSERS=$(sed -n 's/^IVER_SYSUSERSDIR:PATH=//p' "$BUILD/CMakeCache.txt")
-SYSUSERS=${SYSUSERS:-/usr/lib/sysusers.d}
+# Install locations (cmake/paths.cmake): absolute for a /usr build, else
+# relative to the prefix; the configuration below the sysconfdir the build
+# was configured for (PREFIX/etc for a non-/usr build).
+cache() { sed -n "s/^$1:[A-Z]*=//p" "$BUILD/CMakeCache.txt"; }
+in_prefix() { case $1 in /*) echo "$1" ;; *) echo "$PREFIX/$1" ;; esac; }
+UNITDIR=$(in_prefix "$(cache IVER_SYSTEMD_UNITDIR)")
+SYSUSERS=$(in_prefix "$(cache IVER_SYSUSERSDIR)")
+CFG_PREFIX=$(cache CMAKE_INSTALL_PREFIX) SYSCONF=$(cache IVER_SYSCONFDIR)
+case $SYSCONF in
+  "") ETC=/etc/iverd ;;
+  "$CFG_PREFIX"/*) ETC=$PREFIX/${SYSCONF#"$CFG_PREFIX"/}/iverd ;;
+  *) ETC=$SYSCONF/iverd ;;
+esac
 for f in "$PREFIX/sbin/iverd" "$PREFIX/bin/iverctl" "$UNITDIR/iverd.service" "$UNITDIR/iverd.socket" \
-         "$SYSUSERS/iverd.conf" /etc/iverd/iverd.conf /etc/iverd/policy.d/50-default.policy; do
+         "$SYSUSERS/iverd.conf" "$ETC/iverd.conf" "$ETC/policy.d/50-default.policy"; do
   [ -e "$R$f" ] || fail "not installed: $f"
 done
-[ -d "$R/etc/iverd/policy.d" ] || fail "not installed: /etc/iverd/policy.d/"
+[ -d "$R$ETC/policy.d" ] || fail "not installed: $ETC/policy.d/"
 LIB=$(dirname "$(find "$R$PREFIX" -name 'libiver.so.0' | head -1)")
 LIBDIR=${LIB#"$R"}
 grep -q "^ExecStart=$PREFIX/sbin/iverd\$" "$R$UNITDIR/iverd.service" || fail "ExecStart does not follow the prefix"
@@ -124,7 +133,7 @@ awk -v s="$SCORE" 'BEGIN { exit !(s <= 2.5) }' || fail "exposure $SCORE > 2.5"
 echo "exposure $SCORE <= 2.5: OK"
 
 mkdir -p "$S/units/iverd.service.d" "$S/etc-iverd" "$S/tree/base/bin" "$S/tree/extra"
-cp -a "$R/etc/iverd/." "$S/etc-iverd/"
+cp -a "$R$ETC/." "$S/etc-iverd/"
 rm -f "$S/etc-iverd/policy.d/50-default.policy"   # the test measures only its demo tree
 cat > "$S/units/TEST.target" <<'EOF'
 [Unit]
@@ -137,7 +146,7 @@ EOF
 cat > "$S/units/iverd.service.d/test.conf" <<EOF
 [Service]
 ExecStart=
-ExecStart=$PREFIX/sbin/iverd --tpm none
+ExecStart=$PREFIX/sbin/iverd --tpm none --config /etc/iverd/iverd.conf --policy /etc/iverd/iverd.policy
 Environment=LD_LIBRARY_PATH=$LIBDIR
 EOF
 # The demo tree: base/ measured from the start, extra/ only after the reload.
