@@ -126,7 +126,8 @@ sink_get() { # EXPR over the sink's counts d
 }
 run_phase() { # NAME POLICY-EXTRA IVERD-ARGS SINK-ARGS
   local name=$1 extra=$2 args=$3 sink=$4
-  rm -rf "$S/run" "$S/state" "$S/journal.sock" "$S/journal.json"; mkdir -p "$S/run" "$S/state"
+  # the list on the tmpfs, as /run is
+  rm -rf "$MNT/run" "$S/state" "$S/journal.sock" "$S/journal.json"; mkdir -p "$MNT/run" "$S/state"
   printf 'measure path="%s/tree/**"\n%s\n' "$MNT" "$extra" > "$S/$name.policy"
   : > "$S/iverd.conf"
   # shellcheck disable=SC2086
@@ -135,7 +136,7 @@ run_phase() { # NAME POLICY-EXTRA IVERD-ARGS SINK-ARGS
   for _ in $(seq 100); do [ -S "$S/journal.sock" ] && break; sleep 0.05; done
   # shellcheck disable=SC2086
   IVERD_JOURNAL_SOCKET=$S/journal.sock unshare --net -- "$BUILD/iverd" --config "$S/iverd.conf" \
-    --policy "$S/$name.policy" --runtime-dir "$S/run" --state-dir "$S/state" --socket "$IVERD_SOCKET" \
+    --policy "$S/$name.policy" --runtime-dir "$MNT/run" --state-dir "$S/state" --socket "$IVERD_SOCKET" \
     --tpm none $args > "$S/iverd.log" 2>&1 &
   IVERD_PID=$!
   for _ in $(seq 100); do "$BUILD/iverctl" status >/dev/null 2>&1 && break; sleep 0.05; done
