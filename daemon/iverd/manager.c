@@ -110,12 +110,15 @@ void manager_scan_progress(const Manager *m, ScanProgress *ret) {
                 .violations = m->violations - m->scan_base_violations,
                 .eta = -1,
         };
+        uint64_t now = m->scan_active ? (uint64_t) iver_monotonic_ns() / 1000 : m->scan_end_usec;
+        ret->seconds = (double) (now - m->scan_start_usec) / 1e6;
         if (!m->scan_active) {
+                /* the last scan, as it ended */
                 ret->done = ret->estimate = seen;
+                ret->rate = ret->seconds > 0 ? (double) seen / ret->seconds : 0;
                 ret->eta = 0;
                 return;
         }
-        ret->seconds = ((double) iver_monotonic_ns() / 1000.0 - (double) m->scan_start_usec) / 1e6;
         /* the walk is depth first: directories still to read hold on average
          * as many files as the ones read so far (an underestimate early on,
          * where whole subtrees wait); a restored snapshot knows better */
@@ -139,6 +142,7 @@ static void scan_end(Manager *m) {
                 return;
         manager_scan_progress(m, &p);
         m->scan_active = false;
+        m->scan_end_usec = (uint64_t) iver_monotonic_ns() / 1000;
         if (p.initial || p.measured > 0 || p.errors > 0 || p.violations > 0)
                 log_scan_summary(p.initial ? "Initial measurement" : "Rescan", (unsigned long long) p.seen,
                                  (unsigned long long) p.measured, (unsigned long long) p.bytes, p.seconds,

@@ -63,7 +63,7 @@ typedef struct Manager {
         uint64_t peak_queued;
         /* the scan in progress (initial or rescan), for progress and its summary */
         bool scan_active;
-        uint64_t scan_start_usec, scan_base_seen, scan_base_dirs, scan_base_measurements, scan_base_bytes,
+        uint64_t scan_start_usec, scan_end_usec, scan_base_seen, scan_base_dirs, scan_base_measurements, scan_base_bytes,
                 scan_base_errors, scan_base_violations;
         IverKeyring *keyring;           /* appraisal keys */
         uint64_t appraisals[_IVER_APPRAISAL_MAX];
