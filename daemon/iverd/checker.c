@@ -25,7 +25,8 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                 recheck_add(m->recheck, path);
                 return;
         }
-        if (o->result != IVER_CHECK_UNSTABLE)
+        bool retry = o->result == IVER_CHECK_ERROR && recheck_retry(m->recheck, path, o->error);
+        if (o->result != IVER_CHECK_UNSTABLE && !retry)
                 recheck_remove(m->recheck, path);
         switch (o->result) {
         case IVER_CHECK_MEASURED:
@@ -45,7 +46,7 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                 if (o->error == -ENOENT || o->error == -ENOTDIR)
                         break; /* vanished: forgotten */
                 m->errors++;
-                log_warning_errno(o->error, "Cannot measure %s: %m", path);
+                log_warning_errno(o->error, "Cannot measure %s: %m%s", path, retry ? " (will retry)" : "");
                 break;
         case IVER_CHECK_NOT_REGULAR:
                 m->not_regular++;

@@ -62,6 +62,11 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "violations", U64(m->violations));
         ADD(o, "policy", json_object_new_string(m->policy_source ?: ""));
         ADD(o, "socket", json_object_new_string(control_path(m->control)));
+        unsigned conns;
+        uint64_t refused;
+        control_counters(m->control, &conns, &refused);
+        ADD(o, "connections", U64(conns));
+        ADD(o, "connections_refused", U64(refused));
         evidence_status(m->evidence, o);
         return o;
 }
