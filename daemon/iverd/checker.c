@@ -13,6 +13,7 @@
 #include "evidence.h"
 #include "log.h"
 #include "manager.h"
+#include "pathfd.h"
 #include "recheck.h"
 
 #define DISPATCH_BATCH 4096
@@ -114,7 +115,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
  * (hit, not measured, error), false when handed to a worker. */
 static bool check_path(Manager *m, const char *path) {
         IverStat st;
-        int r = iver_context_stat(m->ctx, AT_FDCWD, path, &st);
+        int r = path_context_stat(m->ctx, path, &st);
         if (r < 0) {
                 if (r == -ENOENT || r == -ENOTDIR) {
                         iver_check_forget(m->ctx, path);
@@ -139,14 +140,15 @@ bool checker_scan_file(Manager *m, int dirfd, const char *name, const char *path
 int checker_dispatch(sd_event_source *s, void *userdata) {
         Manager *m = userdata;
         const char *path;
-        for (unsigned n = 0; n < DISPATCH_BATCH && queue_inflight(m->queue) < m->max_inflight; n++) {
+        for (unsigned n = 0; n < DISPATCH_BATCH && workers_light(m->workers) < m->max_inflight; n++) {
                 path = queue_pop(m->queue);
                 if (!path)
                         break;
                 if (check_path(m, path))
                         queue_done(m->queue, path);
         }
-        if (queue_queued(m->queue) > 0 && queue_inflight(m->queue) < m->max_inflight)
+        workers_flush(m->workers);
+        if (queue_queued(m->queue) > 0 && workers_light(m->workers) < m->max_inflight)
                 (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         manager_maybe_settled(m);
         return 0;

@@ -296,7 +296,8 @@ int manager_new(const Overrides *o, Manager **ret) {
         r = workers_new(n, &m->workers);
         if (r < 0)
                 goto fail;
-        m->max_inflight = 2 * workers_count(m->workers);
+        /* small files handed to the pool at a time: enough for batched hand-offs */
+        m->max_inflight = 32 * workers_count(m->workers);
         r = sd_event_add_io(m->event, &m->worker_source, workers_eventfd(m->workers), EPOLLIN, checker_workers_done, m);
         if (r < 0)
                 goto fail;
