@@ -118,7 +118,7 @@ static bool same_observation(IverCookieSource source, const IverStat *a, const I
 /* One attempt on an open fd. Returns 1 when the result is final (stable,
  * provisional, not regular), 0 to retry, -errno on error. */
 static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD_CTX *ctx, bool may_lease,
-                   IverMeasurement *m) {
+                   const IverStat *pre, int64_t pre_at, IverMeasurement *m) {
         bool want_version = o->source == IVER_COOKIE_STATX_VERSION;
         IverStat before, after;
         IverDigest d = {};
@@ -133,10 +133,19 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
                  * in a provisional result. */
         }
 
-        m->started_at = iver_now_ns();
-        r = iver_stat_fd(o->statx, fd, want_version, &before);
-        if (r < 0)
-                goto out;
+        if (pre) {
+                /* the caller's statx, taken before the open (and so before the
+                 * lease): a change since then moves the cookie or the identity,
+                 * which the statx after hashing compares against like any other
+                 * "before". One statx fewer per file. */
+                m->started_at = pre_at;
+                before = *pre;
+        } else {
+                m->started_at = iver_now_ns();
+                r = iver_stat_fd(o->statx, fd, want_version, &before);
+                if (r < 0)
+                        goto out;
+        }
         if (!S_ISREG(before.mode)) {
                 m->st = before;
                 m->status = IVER_MEASURE_NOT_REGULAR;
@@ -186,7 +195,8 @@ out:
         return r;
 }
 
-int iver_measure_fd(int fd, const IverMeasureOptions *opt, IverMeasurement *ret) {
+static int measure_fd(int fd, const IverMeasureOptions *opt, const IverStat *pre, int64_t pre_at,
+                      IverMeasurement *ret) {
         IverMeasureOptions o = *opt;
         IverMeasurement m = { .status = IVER_MEASURE_UNSTABLE };
         int64_t cpu0 = iver_thread_cpu_ns();
@@ -203,7 +213,7 @@ int iver_measure_fd(int fd, const IverMeasureOptions *opt, IverMeasurement *ret)
 
         bool may_lease = sigio_safe();
         for (m.attempts = 1; m.attempts <= o.max_attempts; m.attempts++) {
-                r = attempt(fd, &o, md, h.ctx, may_lease, &m);
+                r = attempt(fd, &o, md, h.ctx, may_lease, m.attempts == 1 ? pre : NULL, pre_at, &m);
                 if (r != 0)
                         break;
         }
@@ -220,13 +230,18 @@ int iver_measure_fd(int fd, const IverMeasureOptions *opt, IverMeasurement *ret)
         return 0;
 }
 
+int iver_measure_fd(int fd, const IverMeasureOptions *opt, IverMeasurement *ret) {
+        return measure_fd(fd, opt, NULL, 0, ret);
+}
+
 int iver_measure(int dirfd, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
         IverStat st;
         int r;
 
         /* Never open what is not a regular file: a FIFO must not block, a
          * device must not see an open. */
-        r = iver_stat(opt->statx, dirfd, path, false, &st);
+        int64_t at = iver_now_ns();
+        r = iver_stat(opt->statx, dirfd, path, opt->source == IVER_COOKIE_STATX_VERSION, &st);
         if (r < 0)
                 return r;
         if (!S_ISREG(st.mode)) {
@@ -241,5 +256,5 @@ int iver_measure(int dirfd, const char *path, const IverMeasureOptions *opt, Ive
         if (fd < 0)
                 return errno == ELOOP ? (*ret = (IverMeasurement) { .status = IVER_MEASURE_NOT_REGULAR, .st = st }, 0)
                                       : negative_errno();
-        return iver_measure_fd(fd, opt, ret);
+        return measure_fd(fd, opt, &st, at, ret);
 }
