@@ -56,6 +56,14 @@ void manager_forget_below(Manager *m, const char *dir) {
                 log_debug("Directory %s moved away: forgot %u cached files below it", dir, n);
 }
 
+void manager_unmeasurable(Manager *m, const char *path, int error) {
+        if (m->unmeasurable++ == 0)
+                log_warning_errno(error, "Cannot measure %s: %m (counted as unmeasurable in status; further ones are logged at debug level)",
+                                  path);
+        else
+                log_debug("Cannot measure %s: %s", path, strerror(-error));
+}
+
 void manager_queue(Manager *m, const char *path) {
         int r = queue_push(m->queue, path);
         if (r < 0) {

@@ -56,6 +56,7 @@ typedef struct Manager {
         bool initial_scan_done;
         uint64_t scan_files, scan_estimate, scans;
         uint64_t errors, not_regular, violations, measurements, rescans_overflow;
+        uint64_t unmeasurable;          /* directories/files that could not be opened at all */
         uint64_t peak_queued;
         IverKeyring *keyring;           /* appraisal keys */
         uint64_t appraisals[_IVER_APPRAISAL_MAX];
@@ -87,6 +88,9 @@ int manager_reload(Manager *m, char **ret_error);
 bool manager_settled(const Manager *m);
 /* Called when something may have settled (wakes iverctl settle waiters). */
 void manager_maybe_settled(Manager *m);
+
+/* path cannot be measured (error: -errno): counted for status, journaled once. */
+void manager_unmeasurable(Manager *m, const char *path, int error);
 
 /* Policy question for walker and watcher: may anything below dir be measured? */
 bool manager_dir_wanted(const Manager *m, const char *dir);

@@ -59,6 +59,7 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "cached_files", U64(iver_cache_size(iver_context_cache(m->ctx))));
         ADD(o, "workers", U64(workers_count(m->workers)));
         ADD(o, "errors", U64(m->errors));
+        ADD(o, "unmeasurable", U64(m->unmeasurable));
         ADD(o, "violations", U64(m->violations));
         ADD(o, "policy", json_object_new_string(m->policy_source ?: ""));
         ADD(o, "socket", json_object_new_string(control_path(m->control)));

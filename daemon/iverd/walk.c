@@ -14,6 +14,7 @@
 #include "path.h"
 #include "walk.h"
 #include "onaccess.h"
+#include "pathfd.h"
 #include "watch.h"
 
 #define STEP_ENTRIES 2048
@@ -107,12 +108,12 @@ static int walk_step(sd_event_source *s, void *userdata) {
                         free(d);
                         if (!w->cur_path)
                                 return log_error_errno(-ENOMEM, "Out of memory while walking");
-                        int fd = open(w->cur_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
-                        if (fd < 0 && errno == EPERM)
-                                fd = open(w->cur_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        /* no symlink on the way, and no PATH_MAX limit (pathfd.c) */
+                        int fd = path_open_dir(w->cur_path, O_RDONLY | O_NOATIME);
                         if (fd < 0) {
-                                if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
-                                        log_warning_errno(errno, "Cannot read directory %s: %m", w->cur_path);
+                                /* vanished, or a symlink now (measured as one where it is listed) */
+                                if (fd != -ENOENT && fd != -ENOTDIR && fd != -ELOOP)
+                                        manager_unmeasurable(w->m, w->cur_path, fd);
                                 continue;
                         }
                         w->cur = fdopendir(fd);
@@ -120,7 +121,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
                                 close(fd);
                                 continue;
                         }
-                        watch_add(w->m->watch, w->cur_path);
+                        watch_add_fd(w->m->watch, fd, w->cur_path);
                         onaccess_add(w->m->onaccess, w->cur_path);
                 }
                 errno = 0;

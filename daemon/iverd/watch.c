@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* inotify watches on measured directories. */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -109,7 +111,16 @@ static void forget(Watch *w, int wd) {
 }
 
 void watch_add(Watch *w, const char *dir) {
-        int wd = inotify_add_watch(w->fd, dir, WATCH_MASK);
+        watch_add_fd(w, -EBADF, dir);
+}
+
+void watch_add_fd(Watch *w, int dirfd, const char *dir) {
+        /* a name longer than PATH_MAX: through the open directory */
+        char proc[64];
+        bool via_fd = dirfd >= 0 && strlen(dir) >= PATH_MAX;
+        if (via_fd)
+                snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dirfd);
+        int wd = inotify_add_watch(w->fd, via_fd ? proc : dir, WATCH_MASK);
         if (wd < 0) {
                 if (errno == ENOSPC) {
                         w->failed++;
