@@ -65,7 +65,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         IverPending p;
         int r;
 
-        if (!S_ISREG(st->mode)) {
+        if (!S_ISREG(st->mode) && !S_ISLNK(st->mode)) { /* symlinks: measured by their target */
                 iver_check_forget(m->ctx, path);
                 return true;
         }
@@ -93,6 +93,16 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         if (r <= 0) {
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx); /* seen by this scan */
+                handle_outcome(m, path, &o, measure ? &d : NULL, NULL, 0);
+                return true;
+        }
+        if (S_ISLNK(st->mode)) { /* a readlink and a hash of its target: done here */
+                IverMeasurement lm;
+                IverMeasureOptions lo = iver_check_measure_options(m->ctx, &p);
+                r = workers_measure_link(path, &lo, &lm);
+                (void) iver_check_finish(m->ctx, path, &p, r, &lm, &o);
+                if (o.idx != IVER_CACHE_NONE)
+                        iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
                 handle_outcome(m, path, &o, measure ? &d : NULL, NULL, 0);
                 return true;
         }
@@ -148,6 +158,7 @@ int checker_dispatch(sd_event_source *s, void *userdata) {
                         queue_done(m->queue, path);
         }
         workers_flush(m->workers);
+        (void) evidence_flush(m->evidence); /* what finished here (symlinks) */
         if (queue_queued(m->queue) > 0 && workers_light(m->workers) < m->max_inflight)
                 (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         manager_maybe_settled(m);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "checker.h"
+#include "evidence.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -141,18 +142,21 @@ static int walk_step(sd_event_source *s, void *userdata) {
                 if (type == DT_UNKNOWN) {
                         struct stat st;
                         if (fstatat(dirfd(w->cur), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-                                type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_FIFO;
+                                type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG
+                                       : S_ISLNK(st.st_mode) ? DT_LNK : DT_FIFO;
                 }
                 if (type == DT_DIR) {
                         if (manager_dir_wanted(w->m, p))
                                 (void) push(w, p);
-                } else if (type == DT_REG || type == DT_UNKNOWN) {
+                } else if (type == DT_REG || type == DT_LNK || type == DT_UNKNOWN) {
                         w->files++;
                         if (!checker_scan_file(w->m, dirfd(w->cur), de->d_name, p))
                                 manager_queue(w->m, p);
                 }
-                /* symlinks, FIFOs, sockets, devices: never measured, never followed */
+                /* symlinks are measured by their target string, never followed;
+                 * FIFOs, sockets, devices: never measured */
         }
+        (void) evidence_flush(w->m->evidence); /* symlinks measured on the way */
         if (!walk_busy(w)) {
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                 manager_maybe_settled(w->m);

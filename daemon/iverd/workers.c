@@ -100,6 +100,16 @@ int workers_measure_path(const char *path, const IverMeasureOptions *opt, IverMe
         return r;
 }
 
+int workers_measure_link(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
+        const char *name;
+        int dfd = path_open_parent(path, &name);
+        if (dfd < 0)
+                return dfd == -ELOOP ? -ENOTDIR : dfd;
+        int r = iver_measure_link(dfd, name, opt, ret);
+        close(dfd);
+        return r;
+}
+
 static void run(Job *j) {
         j->r = workers_measure_path(j->path, &j->opt, &j->m);
         if (j->keyring && j->r >= 0)

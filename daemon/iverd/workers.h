@@ -39,6 +39,8 @@ size_t workers_light(const Workers *w);
 /* iver_measure(AT_FDCWD, path, …) that follows no symlink in any component of
  * path, of any length (PATH_MAX does not apply) */
 int workers_measure_path(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
+/* The same for a symlink: the digest of its target (iver_measure_link). */
+int workers_measure_link(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
 /* Take all finished jobs (oldest first); clears the eventfd. */
 Job *workers_take_done(Workers *w);
 unsigned workers_count(const Workers *w);
