@@ -62,15 +62,15 @@ static void hasher_done(Hasher *h) {
 
 /* Hash fd from offset 0. lease: poll F_GETLEASE every chunk bytes and stop
  * with -EAGAIN the moment a break is pending. */
-static int64_t hash_range(int fd, const EVP_MD *md, EVP_MD_CTX *ctx, bool lease, size_t chunk, IverDigest *ret,
-                          IverHashAlgo algo) {
+static int64_t hash_range(int fd, const EVP_MD *md, EVP_MD_CTX *ctx, bool lease, size_t chunk, uint64_t expect,
+                          IverDigest *ret, IverHashAlgo algo) {
         uint8_t buf[READ_BUF];
         uint64_t total = 0, since_poll = 0;
         unsigned int len = 0;
 
         if (EVP_DigestInit_ex(ctx, md, NULL) != 1)
                 return -EIO;
-        for (;;) {
+        for (; expect > 0;) {
                 ssize_t n = pread(fd, buf, sizeof(buf), (off_t) total);
                 if (n < 0) {
                         if (errno == EINTR)
@@ -88,6 +88,10 @@ static int64_t hash_range(int fd, const EVP_MD *md, EVP_MD_CTX *ctx, bool lease,
                         if (fcntl(fd, F_GETLEASE) != F_RDLCK)
                                 return -EAGAIN;
                 }
+                /* all the "before" observation promised: no read for EOF. A
+                 * file that grew meanwhile shows in the statx after. */
+                if (total >= expect)
+                        break;
         }
         if (EVP_DigestFinal_ex(ctx, ret->bytes, &len) != 1)
                 return -EIO;
@@ -104,7 +108,7 @@ int64_t iver_hash_fd(int fd, IverHashAlgo algo, IverDigest *ret) {
         if (!h.ctx)
                 return -ENOMEM;
         IverDigest d = {};
-        int64_t n = hash_range(fd, md, h.ctx, false, SIZE_MAX, &d, algo);
+        int64_t n = hash_range(fd, md, h.ctx, false, SIZE_MAX, UINT64_MAX, &d, algo);
         if (n >= 0)
                 *ret = d;
         return n;
@@ -160,7 +164,7 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
                         before.gen = (uint32_t) gen;
         }
 
-        int64_t n = hash_range(fd, md, ctx, leased, o->chunk_size ?: DEFAULT_CHUNK, &d, o->algo);
+        int64_t n = hash_range(fd, md, ctx, leased, o->chunk_size ?: DEFAULT_CHUNK, before.size, &d, o->algo);
         if (n == -EAGAIN) {
                 m->lease_broken = true;
                 r = 0;
@@ -199,7 +203,7 @@ static int measure_fd(int fd, const IverMeasureOptions *opt, const IverStat *pre
                       IverMeasurement *ret) {
         IverMeasureOptions o = *opt;
         IverMeasurement m = { .status = IVER_MEASURE_UNSTABLE };
-        int64_t cpu0 = iver_thread_cpu_ns();
+        int64_t cpu0 = o.no_cpu_time ? 0 : iver_thread_cpu_ns();
         int r = 0;
 
         if (o.max_attempts == 0)
@@ -211,7 +215,7 @@ static int measure_fd(int fd, const IverMeasureOptions *opt, const IverStat *pre
         if (!h.ctx)
                 return -ENOMEM;
 
-        bool may_lease = sigio_safe();
+        bool may_lease = o.sigio_ignored || sigio_safe();
         for (m.attempts = 1; m.attempts <= o.max_attempts; m.attempts++) {
                 r = attempt(fd, &o, md, h.ctx, may_lease, m.attempts == 1 ? pre : NULL, pre_at, &m);
                 if (r != 0)
@@ -225,7 +229,7 @@ static int measure_fd(int fd, const IverMeasureOptions *opt, const IverStat *pre
         }
         if (r < 0)
                 return r;
-        m.cpu_ns = iver_thread_cpu_ns() - cpu0;
+        m.cpu_ns = o.no_cpu_time ? 0 : iver_thread_cpu_ns() - cpu0;
         *ret = m;
         return 0;
 }

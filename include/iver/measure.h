@@ -25,6 +25,8 @@ typedef struct IverMeasureOptions {
         iver_statx_fn statx;       /* NULL: statx(2) */
         unsigned max_attempts;     /* 0: 3 */
         size_t chunk_size;         /* 0: 1 MiB; the lease is polled between chunks */
+        bool sigio_ignored;        /* the caller ran iver_measure_prepare_signals(): no check per call */
+        bool no_cpu_time;          /* leave cpu_ns 0 (the caller times a batch itself) */
 } IverMeasureOptions;
 
 typedef struct IverMeasurement {
