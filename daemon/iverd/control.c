@@ -26,7 +26,8 @@
  * all, of which CONNS_ROOT_RESERVE only root may use. A connection is closed
  * after REQUEST_TIMEOUT_USEC without a complete request (settle waiters wait
  * on their own timer). Beyond a cap, or with fewer than FD_RESERVE fds left
- * below RLIMIT_NOFILE (kept for hashing, the list, the TPM), a connection is
+ * below RLIMIT_NOFILE (kept for hashing, the list, the TPM; root may go down to
+ * FD_RESERVE / 4), a connection is
  * accepted and closed at once; when accept itself fails for want of fds or
  * memory, the listening socket rests ACCEPT_PAUSE_USEC instead of spinning
  * (it stays readable while the backlog is full). */
@@ -285,7 +286,13 @@ static void accept_pause(Control *ctl, int error) {
  * fd is the accepted fd: fds are handed out lowest first, so every fd below it
  * is in use and at most fd_limit - fd - 1 remain. */
 static const char *refusal(const Control *ctl, uid_t uid, int fd) {
-        if (ctl->fd_limit > 0 && fd >= ctl->fd_limit - FD_RESERVE)
+        /* read again each time: the limit can change under us (prlimit) */
+        struct rlimit rl;
+        int limit = getrlimit(RLIMIT_NOFILE, &rl) < 0 ? ctl->fd_limit
+                    : rl.rlim_cur > (rlim_t) INT32_MAX  ? INT32_MAX
+                                                        : (int) rl.rlim_cur;
+        /* root keeps a way in for diagnosis until the last quarter of the reserve */
+        if (limit > 0 && fd >= limit - (uid == 0 ? FD_RESERVE / 4 : FD_RESERVE))
                 return "file descriptors kept for measurement";
         if (ctl->n_conns >= CONNS_MAX)
                 return "too many connections";

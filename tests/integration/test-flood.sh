@@ -10,6 +10,9 @@
 #     its new digest within 5 s
 #   - the daemon keeps at most 16 of the user's connections and counts the rest
 #     as refused (status connections / connections_refused)
+# Then the daemon's fd limit is lowered to 40 above what it uses: the user's
+# connections are refused (fds kept for measurement), root's status still
+# answers and a tamper is still listed.
 # Figures are printed (FLOOD: lines). Needs root.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -139,6 +142,26 @@ echo "FLOOD: daemon holds $CONNS connections, refused $REFUSED"
 
 wait "$FLOOD_PID"; untrack_pid "$FLOOD_PID"
 note "flooder: $(cat "$D/fl/out")"
+
+step "fd reserve: the daemon's limit lowered to 40 above what it uses"
+USED=$(ls "/proc/$IVERD_PID/fd" | wc -l)
+prlimit --pid "$IVERD_PID" --nofile=$((USED + 40)):$((USED + 40)) || die "prlimit"
+R0=$(js connections_refused)
+(cd / && exec setpriv --reuid "$U" --regid "$U" --clear-groups "$PY3" "$D/flood.py" "$IVERD_SOCKET" 20 \
+        "$D/fl/ready2" 3 >"$D/fl/out2" 2>&1) &
+FLOOD_PID=$!
+track_pid "$FLOOD_PID"
+wait "$FLOOD_PID"; untrack_pid "$FLOOD_PID"
+note "flooder: $(cat "$D/fl/out2")"
+R1=$(js connections_refused) || fail "root's status refused with fds scarce"
+((R1 - R0 >= 20)) || fail "only $((R1 - R0)) of the user's connections refused with $USED of $((USED + 40)) fds in use"
+grep -q "file descriptors kept for measurement" "$D/iverd.log" || fail "no journal line for the fd reserve"
+echo "tampered again $$" >>"$D/tree/f9"
+H=$(sha256sum "$D/tree/f9" | cut -d' ' -f1)
+LISTED=
+for _ in $(seq 50); do ctl log --ascii | grep -q "sha256:$H $D/tree/f9\$" && { LISTED=1; break; }; sleep 0.1; done
+[[ -n $LISTED ]] || fail "a tamper is not listed within 5 s with the fd reserve in use"
+echo "FLOOD: with $USED of $((USED + 40)) fds in use: $((R1 - R0)) user connections refused, root's status answered, tamper listed"
 alive || true
 grep -q "Too many open files" "$D/iverd.log" && fail "the daemon ran out of fds: $(grep -m1 'Too many open files' "$D/iverd.log")"
 grep -m1 "Refused a control connection" "$D/iverd.log" | sed 's/^/   journal: /'
