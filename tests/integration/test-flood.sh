@@ -12,7 +12,9 @@
 #     as refused (status connections / connections_refused)
 # Then the daemon's fd limit is lowered to 40 above what it uses: the user's
 # connections are refused (fds kept for measurement), root's status still
-# answers and a tamper is still listed.
+# answers and a tamper is still listed. Last, the limit is set to exactly what
+# the daemon uses: a tamper then fails with EMFILE, the daemon does not spin,
+# and once fds come back the retry lists it without any further event.
 # Figures are printed (FLOOD: lines). Needs root.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -143,6 +145,8 @@ echo "FLOOD: daemon holds $CONNS connections, refused $REFUSED"
 wait "$FLOOD_PID"; untrack_pid "$FLOOD_PID"
 note "flooder: $(cat "$D/fl/out")"
 
+grep -q "Too many open files" "$D/iverd.log" && fail "the daemon ran out of fds: $(grep -m1 'Too many open files' "$D/iverd.log")"
+
 step "fd reserve: the daemon's limit lowered to 40 above what it uses"
 USED=$(ls "/proc/$IVERD_PID/fd" | wc -l)
 prlimit --pid "$IVERD_PID" --nofile=$((USED + 40)):$((USED + 40)) || die "prlimit"
@@ -162,8 +166,33 @@ LISTED=
 for _ in $(seq 50); do ctl log --ascii | grep -q "sha256:$H $D/tree/f9\$" && { LISTED=1; break; }; sleep 0.1; done
 [[ -n $LISTED ]] || fail "a tamper is not listed within 5 s with the fd reserve in use"
 echo "FLOOD: with $USED of $((USED + 40)) fds in use: $((R1 - R0)) user connections refused, root's status answered, tamper listed"
+
+step "transient failure: a tamper while the daemon has no fd left is retried"
+# the soft limit only: raising a hard limit again needs CAP_SYS_RESOURCE
+HARD=$(awk '/^Max open files/ { print $5 }' "/proc/$IVERD_PID/limits")
+USED=$(ls "/proc/$IVERD_PID/fd" | wc -l)
+prlimit --pid "$IVERD_PID" --nofile="$((USED - 2)):$HARD" || die "prlimit"
+echo "tampered with no fd left $$" >>"$D/tree/f11"
+H=$(sha256sum "$D/tree/f11" | cut -d' ' -f1)
+# a status call finds no fd either: accept fails with EMFILE (the socket rests, no spin)
+timeout 3 "$IVERCTL" status >/dev/null 2>&1 &
+SPID=$!
+sleep 0.2
+c0=$(cpu_ticks "$IVERD_PID")
+sleep 1.5
+c1=$(cpu_ticks "$IVERD_PID")
+wait "$SPID"
+prlimit --pid "$IVERD_PID" --nofile="$HARD:$HARD" || die "prlimit"
+echo "FLOOD: CPU ticks while out of fds for 1.5 s: $((c1 - c0)) (CLK_TCK $HZ)"
+((c1 - c0 < HZ / 2)) || fail "the daemon spun while out of fds ($((c1 - c0)) ticks in 1.5 s)"
+LISTED=
+for _ in $(seq 100); do ctl log --ascii | grep -q "sha256:$H $D/tree/f11\$" && { LISTED=1; break; }; sleep 0.1; done
+[[ -n $LISTED ]] || fail "the tamper made while out of fds was not listed within 10 s of fds coming back (no retry)"
+grep -q "Cannot measure $D/tree/f11: Too many open files (will retry)" "$D/iverd.log" \
+        || fail "no 'will retry' for the EMFILE failure: $(grep -m1 "f11" "$D/iverd.log")"
+grep -q "Cannot accept control connections" "$D/iverd.log" || fail "accept never failed with EMFILE: the test did not test that"
+echo "FLOOD: a measurement that failed with EMFILE was retried and listed once fds came back"
 alive || true
-grep -q "Too many open files" "$D/iverd.log" && fail "the daemon ran out of fds: $(grep -m1 'Too many open files' "$D/iverd.log")"
 grep -m1 "Refused a control connection" "$D/iverd.log" | sed 's/^/   journal: /'
 stop_iverd
 [[ $FAILS -eq 0 ]] || exit 1
