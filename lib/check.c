@@ -271,7 +271,7 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
                 algo = ctx->opt.algo;
         outcome_reset(out);
         out->id = iver_stat_identity(&st);
-        if (!S_ISREG(st.mode)) {
+        if (!S_ISREG(st.mode) && !S_ISLNK(st.mode)) { /* a symlink is measured by its target (iver_measure_link) */
                 iver_check_forget(ctx, path);
                 out->result = IVER_CHECK_NOT_REGULAR;
                 return 0;
@@ -424,6 +424,6 @@ int iver_check(IverContext *ctx, int dirfd, const char *path, IverCheckOutcome *
         if (r <= 0)
                 return r;
         IverMeasureOptions o = iver_check_measure_options(ctx, &p);
-        r = iver_measure(dirfd, path, &o, &m);
+        r = S_ISLNK(p.st.mode) ? iver_measure_link(dirfd, path, &o, &m) : iver_measure(dirfd, path, &o, &m);
         return iver_check_finish(ctx, path, &p, r, &m, out);
 }

@@ -64,15 +64,15 @@ static void hasher_done(Hasher *h) {
 
 /* Hash fd from offset 0. lease: poll F_GETLEASE every chunk bytes and stop
  * with -EAGAIN the moment a break is pending. */
-static int64_t hash_range(int fd, const EVP_MD *md, EVP_MD_CTX *ctx, bool lease, size_t chunk, IverDigest *ret,
-                          IverHashAlgo algo) {
+static int64_t hash_range(int fd, const EVP_MD *md, EVP_MD_CTX *ctx, bool lease, size_t chunk, uint64_t expect,
+                          IverDigest *ret, IverHashAlgo algo) {
         uint8_t buf[READ_BUF];
         uint64_t total = 0, since_poll = 0;
         unsigned int len = 0;
 
         if (EVP_DigestInit_ex(ctx, md, NULL) != 1)
                 return -EIO;
-        for (;;) {
+        for (; expect > 0;) {
                 ssize_t n = pread(fd, buf, sizeof(buf), (off_t) total);
                 if (n < 0) {
                         if (errno == EINTR)
@@ -90,6 +90,10 @@ static int64_t hash_range(int fd, const EVP_MD *md, EVP_MD_CTX *ctx, bool lease,
                         if (fcntl(fd, F_GETLEASE) != F_RDLCK)
                                 return -EAGAIN;
                 }
+                /* all the "before" observation promised: no read for EOF. A
+                 * file that grew meanwhile shows in the statx after. */
+                if (total >= expect)
+                        break;
         }
         if (EVP_DigestFinal_ex(ctx, ret->bytes, &len) != 1)
                 return -EIO;
@@ -106,7 +110,7 @@ int64_t iver_hash_fd(int fd, IverHashAlgo algo, IverDigest *ret) {
         if (!h.ctx)
                 return -ENOMEM;
         IverDigest d = {};
-        int64_t n = hash_range(fd, md, h.ctx, false, SIZE_MAX, &d, algo);
+        int64_t n = hash_range(fd, md, h.ctx, false, SIZE_MAX, UINT64_MAX, &d, algo);
         if (n >= 0)
                 *ret = d;
         return n;
@@ -120,7 +124,7 @@ static bool same_observation(IverCookieSource source, const IverStat *a, const I
 /* One attempt on an open fd. Returns 1 when the result is final (stable,
  * provisional, not regular), 0 to retry, -errno on error. */
 static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD_CTX *ctx, bool may_lease,
-                   IverMeasurement *m) {
+                   const IverStat *pre, int64_t pre_at, IverMeasurement *m) {
         bool want_version = o->source == IVER_COOKIE_STATX_VERSION;
         IverStat before, after;
         IverDigest d = {};
@@ -135,10 +139,19 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
                  * in a provisional result. */
         }
 
-        m->started_at = iver_now_ns();
-        r = iver_stat_fd(o->statx, fd, want_version, &before);
-        if (r < 0)
-                goto out;
+        if (pre) {
+                /* the caller's statx, taken before the open (and so before the
+                 * lease): a change since then moves the cookie or the identity,
+                 * which the statx after hashing compares against like any other
+                 * "before". One statx fewer per file. */
+                m->started_at = pre_at;
+                before = *pre;
+        } else {
+                m->started_at = iver_now_ns();
+                r = iver_stat_fd(o->statx, fd, want_version, &before);
+                if (r < 0)
+                        goto out;
+        }
         struct statfs sfs;
         if (!S_ISREG(before.mode) || (fstatfs(fd, &sfs) == 0 && iver_fs_is_pseudo((uint64_t) sfs.f_type, NULL))) {
                 /* a pseudo filesystem's file (proc, sysfs…) is never hashed: lib/pseudofs.h */
@@ -155,7 +168,7 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
                         before.gen = (uint32_t) gen;
         }
 
-        int64_t n = hash_range(fd, md, ctx, leased, o->chunk_size ?: DEFAULT_CHUNK, &d, o->algo);
+        int64_t n = hash_range(fd, md, ctx, leased, o->chunk_size ?: DEFAULT_CHUNK, before.size, &d, o->algo);
         if (n == -EAGAIN) {
                 m->lease_broken = true;
                 r = 0;
@@ -190,10 +203,11 @@ out:
         return r;
 }
 
-int iver_measure_fd(int fd, const IverMeasureOptions *opt, IverMeasurement *ret) {
+static int measure_fd(int fd, const IverMeasureOptions *opt, const IverStat *pre, int64_t pre_at,
+                      IverMeasurement *ret) {
         IverMeasureOptions o = *opt;
         IverMeasurement m = { .status = IVER_MEASURE_UNSTABLE };
-        int64_t cpu0 = iver_thread_cpu_ns();
+        int64_t cpu0 = o.no_cpu_time ? 0 : iver_thread_cpu_ns();
         int r = 0;
 
         if (o.max_attempts == 0)
@@ -205,9 +219,9 @@ int iver_measure_fd(int fd, const IverMeasureOptions *opt, IverMeasurement *ret)
         if (!h.ctx)
                 return -ENOMEM;
 
-        bool may_lease = sigio_safe();
+        bool may_lease = o.sigio_ignored || sigio_safe();
         for (m.attempts = 1; m.attempts <= o.max_attempts; m.attempts++) {
-                r = attempt(fd, &o, md, h.ctx, may_lease, &m);
+                r = attempt(fd, &o, md, h.ctx, may_lease, m.attempts == 1 ? pre : NULL, pre_at, &m);
                 if (r != 0)
                         break;
         }
@@ -219,9 +233,13 @@ int iver_measure_fd(int fd, const IverMeasureOptions *opt, IverMeasurement *ret)
         }
         if (r < 0)
                 return r;
-        m.cpu_ns = iver_thread_cpu_ns() - cpu0;
+        m.cpu_ns = o.no_cpu_time ? 0 : iver_thread_cpu_ns() - cpu0;
         *ret = m;
         return 0;
+}
+
+int iver_measure_fd(int fd, const IverMeasureOptions *opt, IverMeasurement *ret) {
+        return measure_fd(fd, opt, NULL, 0, ret);
 }
 
 int iver_measure(int dirfd, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
@@ -230,7 +248,8 @@ int iver_measure(int dirfd, const char *path, const IverMeasureOptions *opt, Ive
 
         /* Never open what is not a regular file: a FIFO must not block, a
          * device must not see an open. */
-        r = iver_stat(opt->statx, dirfd, path, false, &st);
+        int64_t at = iver_now_ns();
+        r = iver_stat(opt->statx, dirfd, path, opt->source == IVER_COOKIE_STATX_VERSION, &st);
         if (r < 0)
                 return r;
         if (!S_ISREG(st.mode)) {
@@ -245,5 +264,5 @@ int iver_measure(int dirfd, const char *path, const IverMeasureOptions *opt, Ive
         if (fd < 0)
                 return errno == ELOOP ? (*ret = (IverMeasurement) { .status = IVER_MEASURE_NOT_REGULAR, .st = st }, 0)
                                       : negative_errno();
-        return iver_measure_fd(fd, opt, ret);
+        return measure_fd(fd, opt, &st, at, ret);
 }

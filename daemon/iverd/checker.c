@@ -14,6 +14,7 @@
 #include "evidence.h"
 #include "log.h"
 #include "manager.h"
+#include "pathfd.h"
 #include "recheck.h"
 
 #define DISPATCH_BATCH 4096
@@ -26,7 +27,8 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                 recheck_add(m->recheck, path);
                 return;
         }
-        if (o->result != IVER_CHECK_UNSTABLE)
+        bool retry = o->result == IVER_CHECK_ERROR && recheck_retry(m->recheck, path, o->error);
+        if (o->result != IVER_CHECK_UNSTABLE && !retry)
                 recheck_remove(m->recheck, path);
         switch (o->result) {
         case IVER_CHECK_MEASURED:
@@ -47,7 +49,7 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                 if (o->error == -ENOENT || o->error == -ENOTDIR)
                         break; /* vanished: forgotten */
                 m->errors++;
-                log_file_warning_errno(o->error, "Cannot measure %s: %m", path);
+                log_file_warning_errno(o->error, "Cannot measure %s: %m%s", path, retry ? " (will retry)" : "");
                 break;
         case IVER_CHECK_NOT_REGULAR:
                 m->not_regular++;
@@ -65,7 +67,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         IverPending p;
         int r;
 
-        if (!S_ISREG(st->mode)) {
+        if (!S_ISREG(st->mode) && !S_ISLNK(st->mode)) { /* symlinks: measured by their target */
                 iver_check_forget(m->ctx, path);
                 return true;
         }
@@ -101,6 +103,16 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
                 handle_outcome(m, path, &o, measure ? &d : NULL, &attr, NULL, 0);
                 return true;
         }
+        if (S_ISLNK(st->mode)) { /* a readlink and a hash of its target: done here */
+                IverMeasurement lm;
+                IverMeasureOptions lo = iver_check_measure_options(m->ctx, &p);
+                r = workers_measure_link(path, &lo, &lm);
+                (void) iver_check_finish(m->ctx, path, &p, r, &lm, &o);
+                if (o.idx != IVER_CACHE_NONE)
+                        iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
+                handle_outcome(m, path, &o, measure ? &d : NULL, &attr, NULL, 0);
+                return true;
+        }
         if (!may_submit)
                 return false;
         Job *j = calloc(1, sizeof(*j));
@@ -120,7 +132,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
  * (hit, not measured, error), false when handed to a worker. */
 static bool check_path(Manager *m, const char *path) {
         IverStat st;
-        int r = iver_context_stat(m->ctx, AT_FDCWD, path, &st);
+        int r = path_context_stat(m->ctx, path, &st);
         if (r < 0) {
                 if (r == -ENOENT || r == -ENOTDIR) {
                         iver_check_forget(m->ctx, path);
@@ -145,14 +157,16 @@ bool checker_scan_file(Manager *m, int dirfd, const char *name, const char *path
 int checker_dispatch(sd_event_source *s, void *userdata) {
         Manager *m = userdata;
         const char *path;
-        for (unsigned n = 0; n < DISPATCH_BATCH && queue_inflight(m->queue) < m->max_inflight; n++) {
+        for (unsigned n = 0; n < DISPATCH_BATCH && workers_light(m->workers) < m->max_inflight; n++) {
                 path = queue_pop(m->queue);
                 if (!path)
                         break;
                 if (check_path(m, path))
                         queue_done(m->queue, path);
         }
-        if (queue_queued(m->queue) > 0 && queue_inflight(m->queue) < m->max_inflight)
+        workers_flush(m->workers);
+        (void) evidence_flush(m->evidence); /* what finished here (symlinks) */
+        if (queue_queued(m->queue) > 0 && workers_light(m->workers) < m->max_inflight)
                 (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         manager_maybe_settled(m);
         return 0;

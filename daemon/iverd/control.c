@@ -4,11 +4,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -18,6 +21,22 @@
 #include "manager.h"
 
 #define REQUEST_TIMEOUT_USEC (10ULL * 1000000ULL)
+/* An unprivileged user must not be able to take the daemon's fds (issue 13
+ * item 12): at most CONNS_PER_UID connections per non-root uid, CONNS_MAX in
+ * all, of which CONNS_ROOT_RESERVE only root may use. A connection is closed
+ * after REQUEST_TIMEOUT_USEC without a complete request (settle waiters wait
+ * on their own timer). Beyond a cap, or with fewer than FD_RESERVE fds left
+ * below RLIMIT_NOFILE (kept for hashing, the list, the TPM; root may go down to
+ * FD_RESERVE / 4), a connection is
+ * accepted and closed at once; when accept itself fails for want of fds or
+ * memory, the listening socket rests ACCEPT_PAUSE_USEC instead of spinning
+ * (it stays readable while the backlog is full). */
+#define CONNS_MAX 256U
+#define CONNS_ROOT_RESERVE 32U
+#define CONNS_PER_UID 16U
+#define FD_RESERVE 128
+#define ACCEPT_PAUSE_USEC (100ULL * 1000ULL)
+#define REFUSAL_LOG_USEC (10ULL * 1000000ULL)
 
 struct Conn {
         Conn *next, *prev;
@@ -40,7 +59,12 @@ struct Control {
         bool own_socket;        /* created by us: unlink on exit */
         char *path;
         sd_event_source *source;
+        sd_event_source *pause;        /* re-enables source after an accept failure */
         Conn *conns;
+        unsigned n_conns;
+        uint64_t refused, refused_logged, accept_failures;
+        uint64_t refusal_logged_at;     /* CLOCK_MONOTONIC usec */
+        int fd_limit;                   /* RLIMIT_NOFILE soft limit */
 };
 
 static void conn_free(Conn *c) {
@@ -53,6 +77,7 @@ static void conn_free(Conn *c) {
                 ctl->conns = c->next;
         if (c->next)
                 c->next->prev = c->prev;
+        ctl->n_conns--;
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->timer);
         if (c->fd >= 0)
@@ -227,36 +252,135 @@ static int on_conn_readable(sd_event_source *s, int fd, uint32_t revents, void *
         return 0;
 }
 
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static int on_accept_pause_end(sd_event_source *s, uint64_t usec, void *userdata) {
+        Control *ctl = userdata;
+        (void) sd_event_source_set_enabled(ctl->source, SD_EVENT_ON);
+        return 0;
+}
+
+/* accept4 failed for want of fds or memory: the pending connection stays in
+ * the backlog and the socket readable, so retrying at once would spin. */
+static void accept_pause(Control *ctl, int error) {
+        ctl->accept_failures++;
+        if (ctl->accept_failures == 1 || ctl->accept_failures % 1000 == 0)
+                log_warning_errno(error, "Cannot accept control connections (%llu times): %m; pausing",
+                                  (unsigned long long) ctl->accept_failures);
+        (void) sd_event_source_set_enabled(ctl->source, SD_EVENT_OFF);
+        if (!ctl->pause) {
+                if (sd_event_add_time_relative(ctl->m->event, &ctl->pause, CLOCK_MONOTONIC, ACCEPT_PAUSE_USEC, 0,
+                                               on_accept_pause_end, ctl) < 0)
+                        (void) sd_event_source_set_enabled(ctl->source, SD_EVENT_ON); /* better a spin than deaf */
+                return;
+        }
+        (void) sd_event_source_set_time_relative(ctl->pause, ACCEPT_PAUSE_USEC);
+        (void) sd_event_source_set_enabled(ctl->pause, SD_EVENT_ONESHOT);
+}
+
+/* Why a new connection from uid (already counted in) must be refused, or NULL.
+ * fd is the accepted fd: fds are handed out lowest first, so every fd below it
+ * is in use and at most fd_limit - fd - 1 remain. */
+static const char *refusal(const Control *ctl, uid_t uid, int fd) {
+        /* read again each time: the limit can change under us (prlimit) */
+        struct rlimit rl;
+        int limit = getrlimit(RLIMIT_NOFILE, &rl) < 0 ? ctl->fd_limit
+                    : rl.rlim_cur > (rlim_t) INT32_MAX  ? INT32_MAX
+                                                        : (int) rl.rlim_cur;
+        /* root keeps a way in for diagnosis until the last quarter of the reserve */
+        if (limit > 0 && fd >= limit - (uid == 0 ? FD_RESERVE / 4 : FD_RESERVE))
+                return "file descriptors kept for measurement";
+        if (ctl->n_conns >= CONNS_MAX)
+                return "too many connections";
+        if (uid == 0)
+                return NULL;
+        if (ctl->n_conns >= CONNS_MAX - CONNS_ROOT_RESERVE)
+                return "too many connections";
+        unsigned n = 0;
+        for (const Conn *c = ctl->conns; c; c = c->next)
+                if (c->peer.uid == uid && ++n >= CONNS_PER_UID)
+                        return "too many connections from this user";
+        return NULL;
+}
+
+static void refuse(Control *ctl, int cfd, uid_t uid, const char *why) {
+        ctl->refused++;
+        uint64_t now = now_usec();
+        if (ctl->refusal_logged_at == 0 || now - ctl->refusal_logged_at >= REFUSAL_LOG_USEC) {
+                log_notice("Refused a control connection from uid %u: %s (%llu refused since the last message)",
+                           uid, why, (unsigned long long) (ctl->refused - ctl->refused_logged));
+                ctl->refused_logged = ctl->refused;
+                ctl->refusal_logged_at = now;
+        }
+        close(cfd);
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Control *ctl = userdata;
-        int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (cfd < 0)
-                return 0;
-        Conn *c = calloc(1, sizeof(*c));
-        if (!c) {
-                close(cfd);
-                return 0;
+        /* a few per wakeup: a burst drains without one epoll round per connection */
+        for (unsigned i = 0; i < 32; i++) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (cfd < 0) {
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                                accept_pause(ctl, -errno);
+                        return 0; /* EAGAIN, or a peer that left (ECONNABORTED): next wakeup */
+                }
+                struct ucred peer;
+                socklen_t sl = sizeof(peer);
+                if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &peer, &sl) < 0) {
+                        close(cfd);
+                        continue;
+                }
+                const char *why = refusal(ctl, peer.uid, cfd);
+                if (why) {
+                        refuse(ctl, cfd, peer.uid, why);
+                        continue;
+                }
+                Conn *c = calloc(1, sizeof(*c));
+                if (!c) {
+                        close(cfd);
+                        continue;
+                }
+                c->fd = cfd;
+                c->control = ctl;
+                c->peer = peer;
+                c->next = ctl->conns;
+                if (ctl->conns)
+                        ctl->conns->prev = c;
+                ctl->conns = c;
+                ctl->n_conns++;
+                socklen_t gl = sizeof(c->groups);
+                if (getsockopt(cfd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &gl) == 0)
+                        c->n_groups = (int) (gl / sizeof(gid_t));
+                /* ERANGE (more than 64 groups): only the primary group counts */
+                if (sd_event_add_io(ctl->m->event, &c->io, cfd, EPOLLIN, on_conn_readable, c) < 0 ||
+                    sd_event_add_time_relative(ctl->m->event, &c->timer, CLOCK_MONOTONIC, REQUEST_TIMEOUT_USEC, 0,
+                                               on_conn_timeout, c) < 0)
+                        conn_free(c);
         }
-        c->fd = cfd;
-        c->control = ctl;
-        socklen_t sl = sizeof(c->peer);
-        c->next = ctl->conns;
-        if (ctl->conns)
-                ctl->conns->prev = c;
-        ctl->conns = c;
-        if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->peer, &sl) < 0) {
-                conn_free(c);
-                return 0;
-        }
-        socklen_t gl = sizeof(c->groups);
-        if (getsockopt(cfd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &gl) == 0)
-                c->n_groups = (int) (gl / sizeof(gid_t));
-        /* ERANGE (more than 64 groups): only the primary group counts */
-        if (sd_event_add_io(ctl->m->event, &c->io, cfd, EPOLLIN, on_conn_readable, c) < 0 ||
-            sd_event_add_time_relative(ctl->m->event, &c->timer, CLOCK_MONOTONIC, REQUEST_TIMEOUT_USEC, 0,
-                                       on_conn_timeout, c) < 0)
-                conn_free(c);
         return 0;
+}
+
+/* Hashing needs an fd per file in flight, the list and the TPM theirs: raise
+ * the soft fd limit to the hard one (LimitNOFILE= in the unit sets both). */
+static int raise_fd_limit(void) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return 0;
+        if (rl.rlim_cur < rl.rlim_max) {
+                /* select() is never used: fds above FD_SETSIZE are fine */
+                struct rlimit want = { .rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max };
+                if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+                        rl = want;
+                else
+                        log_debug("Cannot raise the fd limit from %llu to %llu: %m", (unsigned long long) rl.rlim_cur,
+                                  (unsigned long long) rl.rlim_max);
+        }
+        return rl.rlim_cur > (rlim_t) INT32_MAX ? INT32_MAX : (int) rl.rlim_cur;
 }
 
 static int fd_nonblock_cloexec(int fd) {
@@ -291,6 +415,7 @@ int control_new(Manager *m, const char *path, Control **ret) {
                 return -ENOMEM;
         c->m = m;
         c->fd = -EBADF;
+        c->fd_limit = raise_fd_limit();
         c->path = strdup(path);
         if (!c->path) {
                 free(c);
@@ -327,6 +452,7 @@ Control *control_free(Control *c) {
         while (c->conns)
                 conn_free(c->conns);
         sd_event_source_disable_unref(c->source);
+        sd_event_source_disable_unref(c->pause);
         if (c->fd >= 0)
                 close(c->fd);
         if (c->own_socket)
@@ -338,4 +464,9 @@ Control *control_free(Control *c) {
 
 const char *control_path(const Control *c) {
         return c->path;
+}
+
+void control_counters(const Control *c, unsigned *ret_open, uint64_t *ret_refused) {
+        *ret_open = c ? c->n_conns : 0;
+        *ret_refused = c ? c->refused : 0;
 }

@@ -14,10 +14,13 @@ typedef struct Conn Conn;
  * own), one JSON request a line, one JSON reply a line, then close. Peer
  * credentials are read at accept and checked for every verb. Requests over
  * 64 KiB, malformed JSON or silence for 10 s get an error or a close, never
- * a crash or a stuck loop. */
+ * a crash or a stuck loop. Connections are capped per uid and in all, and
+ * fds are kept in reserve for measurement (control.c). */
 int control_new(Manager *m, const char *path, Control **ret);
 Control *control_free(Control *c);
 const char *control_path(const Control *c);
+/* Connections open now, and refused (caps, fd reserve) since start. */
+void control_counters(const Control *c, unsigned *ret_open, uint64_t *ret_refused);
 /* Answer settle waiters whose condition now holds. */
 void control_settled(Control *c);
 

@@ -59,6 +59,14 @@ void manager_forget_below(Manager *m, const char *dir) {
                 log_debug("Directory %s moved away: forgot %u cached files below it", dir, n);
 }
 
+void manager_unmeasurable(Manager *m, const char *path, int error) {
+        if (m->unmeasurable++ == 0)
+                log_warning_errno(error, "Cannot measure %s: %m (counted as unmeasurable in status; further ones are logged at debug level)",
+                                  path);
+        else
+                log_debug("Cannot measure %s: %s", path, strerror(-error));
+}
+
 void manager_queue(Manager *m, const char *path) {
         int r = queue_push(m->queue, path);
         if (r < 0) {
@@ -368,7 +376,8 @@ int manager_new(const Overrides *o, Manager **ret) {
         r = workers_new(n, &m->workers);
         if (r < 0)
                 goto fail;
-        m->max_inflight = 2 * workers_count(m->workers);
+        /* small files handed to the pool at a time: enough for batched hand-offs */
+        m->max_inflight = 32 * workers_count(m->workers);
         r = sd_event_add_io(m->event, &m->worker_source, workers_eventfd(m->workers), EPOLLIN, checker_workers_done, m);
         if (r < 0)
                 goto fail;

@@ -60,6 +60,7 @@ typedef struct Manager {
         bool initial_scan_done;
         uint64_t scan_files, scan_estimate, scans;
         uint64_t errors, not_regular, violations, measurements, rescans_overflow;
+        uint64_t unmeasurable;          /* directories/files that could not be opened at all */
         uint64_t peak_queued;
         /* the scan in progress (initial or rescan), for progress and its summary */
         bool scan_active;
@@ -110,6 +111,8 @@ typedef struct ScanProgress {
         double eta;             /* seconds left (-1: unknown) */
 } ScanProgress;
 void manager_scan_progress(const Manager *m, ScanProgress *ret);
+/* path cannot be measured (error: -errno): counted for status, journaled once. */
+void manager_unmeasurable(Manager *m, const char *path, int error);
 
 /* Policy question for walker and watcher: may anything below dir be measured? */
 bool manager_dir_wanted(const Manager *m, const char *dir);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Backoff re-checks of provisional measurements. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,12 +12,17 @@
 #define DELAY_MIN_USEC 20000ULL
 #define TRIES 8                   /* 20 ms … 2.56 s */
 #define SOON_USEC 1000000ULL
+#define RETRY_DELAY_USEC 100000ULL
+#define RETRY_TRIES 10
 
 typedef struct Item {
         char *path;
         uint64_t due, delay;
-        unsigned tries;
+        unsigned tries, max_tries;
+        bool retry;             /* a transient failure, not a provisional result */
 } Item;
+
+#define SPENT UINT64_MAX        /* a retry out of tries: stays (so its next failure is not retried) until the file is measured or gone */
 
 struct Recheck {
         Manager *m;
@@ -40,6 +46,10 @@ static void arm(Recheck *r) {
         for (size_t i = 0; i < r->n; i++)
                 if (r->items[i].due < due)
                         due = r->items[i].due;
+        if (due == SPENT) {
+                (void) sd_event_source_set_enabled(r->timer, SD_EVENT_OFF);
+                return;
+        }
         (void) sd_event_source_set_time(r->timer, due);
         (void) sd_event_source_set_enabled(r->timer, SD_EVENT_ONESHOT);
 }
@@ -54,7 +64,12 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         continue;
                 }
                 manager_queue(r->m, it->path);
-                if (++it->tries >= TRIES) {
+                if (++it->tries >= it->max_tries && it->retry) {
+                        it->due = it->delay = SPENT;
+                        i++;
+                        continue;
+                }
+                if (it->tries >= it->max_tries) {
                         /* still held open for writing: its next event brings it back */
                         free(it->path);
                         *it = r->items[--r->n];
@@ -102,9 +117,17 @@ static ssize_t find(const Recheck *r, const char *path) {
         return -1;
 }
 
-void recheck_add(Recheck *r, const char *path) {
-        if (find(r, path) >= 0)
+static void add(Recheck *r, const char *path, uint64_t delay, unsigned max_tries, bool retry) {
+        ssize_t i = find(r, path);
+        if (i >= 0) {
+                Item *it = &r->items[i];
+                if (it->due == SPENT && !retry) { /* measured provisionally after all: re-check that */
+                        *it = (Item) { .path = it->path, .delay = delay, .due = now_usec() + delay,
+                                       .max_tries = max_tries };
+                        arm(r);
+                }
                 return; /* keeps its backoff */
+        }
         if (r->n == r->cap) {
                 size_t cap = r->cap ? r->cap * 2 : 16;
                 Item *it = realloc(r->items, cap * sizeof(Item));
@@ -116,8 +139,28 @@ void recheck_add(Recheck *r, const char *path) {
         char *p = strdup(path);
         if (!p)
                 return;
-        r->items[r->n++] = (Item) { .path = p, .delay = DELAY_MIN_USEC, .due = now_usec() + DELAY_MIN_USEC };
+        r->items[r->n++] = (Item) { .path = p, .delay = delay, .due = now_usec() + delay, .max_tries = max_tries,
+                                    .retry = retry };
         arm(r);
+}
+
+void recheck_add(Recheck *r, const char *path) {
+        add(r, path, DELAY_MIN_USEC, TRIES, false);
+}
+
+bool recheck_retry(Recheck *r, const char *path, int error) {
+        switch (error) {
+        case -EMFILE: case -ENFILE: case -ENOMEM: case -EINTR: case -EAGAIN:
+                /* out of fds or memory for now (a flood of connections, a
+                 * burst of files): 100 ms doubling, 10 tries (~100 s) */
+                add(r, path, RETRY_DELAY_USEC, RETRY_TRIES, true);
+                return true;
+        case -EIO:
+                add(r, path, RETRY_DELAY_USEC, 1, true); /* once: a bad sector stays bad */
+                return true;
+        default:
+                return false;
+        }
 }
 
 void recheck_remove(Recheck *r, const char *path) {

@@ -18,6 +18,10 @@ typedef struct Recheck Recheck;
 int recheck_new(Manager *m, Recheck **ret);
 Recheck *recheck_free(Recheck *r);
 void recheck_add(Recheck *r, const char *path);
+/* A measurement failed with error (-errno): when the cause is transient
+ * (EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN; EIO once) the path is checked again
+ * with backoff and true is returned. */
+bool recheck_retry(Recheck *r, const char *path, int error);
 /* The file measured stably (or vanished): stop re-checking it. */
 void recheck_remove(Recheck *r, const char *path);
 size_t recheck_count(const Recheck *r);

@@ -63,6 +63,7 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "cached_files", U64(iver_cache_size(iver_context_cache(m->ctx))));
         ADD(o, "workers", U64(workers_count(m->workers)));
         ADD(o, "errors", U64(m->errors));
+        ADD(o, "unmeasurable", U64(m->unmeasurable));
         ADD(o, "violations", U64(m->violations));
         ScanProgress sp;
         manager_scan_progress(m, &sp);
@@ -79,6 +80,11 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "log_suppressed", U64(log_suppressed()));
         ADD(o, "policy", json_object_new_string(m->policy_source ?: ""));
         ADD(o, "socket", json_object_new_string(control_path(m->control)));
+        unsigned conns;
+        uint64_t refused;
+        control_counters(m->control, &conns, &refused);
+        ADD(o, "connections", U64(conns));
+        ADD(o, "connections_refused", U64(refused));
         evidence_status(m->evidence, o);
         return o;
 }

@@ -9,6 +9,7 @@
 #include <sys/statfs.h>
 
 #include "checker.h"
+#include "evidence.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -16,6 +17,7 @@
 #include "pseudofs.h"
 #include "walk.h"
 #include "onaccess.h"
+#include "pathfd.h"
 #include "watch.h"
 
 #define STEP_ENTRIES 2048
@@ -118,12 +120,12 @@ static int walk_step(sd_event_source *s, void *userdata) {
                         free(d);
                         if (!w->cur_path)
                                 return log_error_errno(-ENOMEM, "Out of memory while walking");
-                        int fd = open(w->cur_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
-                        if (fd < 0 && errno == EPERM)
-                                fd = open(w->cur_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        /* no symlink on the way, and no PATH_MAX limit (pathfd.c) */
+                        int fd = path_open_dir(w->cur_path, O_RDONLY | O_NOATIME);
                         if (fd < 0) {
-                                if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
-                                        log_warning_errno(errno, "Cannot read directory %s: %m", w->cur_path);
+                                /* vanished, or a symlink now (measured as one where it is listed) */
+                                if (fd != -ENOENT && fd != -ENOTDIR && fd != -ELOOP)
+                                        manager_unmeasurable(w->m, w->cur_path, fd);
                                 continue;
                         }
                         struct statfs sfs;
@@ -139,7 +141,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
                                 close(fd);
                                 continue;
                         }
-                        watch_add(w->m->watch, w->cur_path);
+                        watch_add_fd(w->m->watch, fd, w->cur_path);
                         onaccess_add(w->m->onaccess, w->cur_path);
                 }
                 errno = 0;
@@ -159,18 +161,21 @@ static int walk_step(sd_event_source *s, void *userdata) {
                 if (type == DT_UNKNOWN) {
                         struct stat st;
                         if (fstatat(dirfd(w->cur), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-                                type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_FIFO;
+                                type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG
+                                       : S_ISLNK(st.st_mode) ? DT_LNK : DT_FIFO;
                 }
                 if (type == DT_DIR) {
                         if (manager_dir_wanted(w->m, p))
                                 (void) push(w, p);
-                } else if (type == DT_REG || type == DT_UNKNOWN) {
+                } else if (type == DT_REG || type == DT_LNK || type == DT_UNKNOWN) {
                         w->files++;
                         if (!checker_scan_file(w->m, dirfd(w->cur), de->d_name, p))
                                 manager_queue(w->m, p);
                 }
-                /* symlinks, FIFOs, sockets, devices: never measured, never followed */
+                /* symlinks are measured by their target string, never followed;
+                 * FIFOs, sockets, devices: never measured */
         }
+        (void) evidence_flush(w->m->evidence); /* symlinks measured on the way */
         if (!walk_busy(w)) {
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                 manager_maybe_settled(w->m);

@@ -6,6 +6,7 @@
  * watch, and none at all where fanotify covers the filesystem. */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,11 +183,20 @@ long watch_budget(const Watch *w) {
 }
 
 void watch_add(Watch *w, const char *dir) {
+        watch_add_fd(w, -EBADF, dir);
+}
+
+void watch_add_fd(Watch *w, int dirfd, const char *dir) {
         if (fstrack_add_dir(w->m->fstrack, dir))
                 return; /* the filesystem mark sees everything below */
         if (w->budget < 0)
                 w->budget = compute_budget();
-        int wd = (long) w->n < w->budget ? inotify_add_watch(w->fd, dir, WATCH_MASK) : (errno = ENOSPC, -1);
+        /* a name longer than PATH_MAX: through the open directory */
+        char proc[64];
+        bool via_fd = dirfd >= 0 && strlen(dir) >= PATH_MAX;
+        if (via_fd)
+                snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dirfd);
+        int wd = (long) w->n < w->budget ? inotify_add_watch(w->fd, via_fd ? proc : dir, WATCH_MASK) : (errno = ENOSPC, -1);
         if (wd < 0) {
                 if (errno == ENOSPC) {
                         fstrack_note_unwatched(w->m->fstrack, dir);

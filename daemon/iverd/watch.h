@@ -16,6 +16,8 @@ int watch_new(Manager *m, Watch **ret);
 Watch *watch_free(Watch *w);
 /* Watch dir (idempotent). */
 void watch_add(Watch *w, const char *dir);
+/* The same for a directory open as dirfd (used when dir is longer than PATH_MAX). */
+void watch_add_fd(Watch *w, int dirfd, const char *dir);
 unsigned watch_count(const Watch *w);
 unsigned watch_failed(const Watch *w);     /* directories left unwatched (limit) */
 uint64_t watch_overflows(const Watch *w);

@@ -1,90 +1,225 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Worker threads hash files; results return to the loop via an eventfd. */
+/* Worker threads hash files; results return to the loop via an eventfd.
+ *
+ * The hand-off is batched: the loop stages jobs without the lock and hands
+ * them over in one locked append (workers_flush), a worker takes several small
+ * jobs per lock, and returns its finished batch in one append, writing the
+ * eventfd only when the done list was empty (the loop drains it whole).
+ *
+ * Big files (at least BIG_FILE_BYTES by the loop's statx) wait in their own
+ * list and occupy at most n-1 workers, so one worker is always free for the
+ * small ones, which are always taken first: a tamper is never stuck behind
+ * two 100 GiB files. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "appraisal.h"
+#include "pathfd.h"
 #include "workers.h"
+
+#define BIG_FILE_BYTES (64ULL << 20)
+#define BATCH_MAX 16U                  /* small jobs taken per lock */
+#define BATCH_FILE_BYTES (256U << 10)  /* only files this small are taken in batches */
+#define STAGE_MAX 64U                  /* staged jobs are flushed at this many anyway */
+
+typedef struct List {
+        Job *head, *tail;
+        size_t n;
+} List;
 
 struct Workers {
         pthread_mutex_t lock;
         pthread_cond_t cond;
-        Job *todo_head, *todo_tail;
-        Job *done_head, *done_tail;
+        List small, big, done;          /* under lock */
+        unsigned big_running;           /* under lock */
+        unsigned big_max;
         bool stopping;
         int efd;
+        /* loop thread only */
+        List stage;
+        size_t light;                   /* small jobs handed over and not yet taken back */
         unsigned n;
         pthread_t threads[];
 };
 
-static void append(Job **head, Job **tail, Job *j) {
+static void append(List *l, Job *j) {
         j->next = NULL;
-        if (*tail)
-                (*tail)->next = j;
+        if (l->tail)
+                l->tail->next = j;
         else
-                *head = j;
-        *tail = j;
+                l->head = j;
+        l->tail = j;
+        l->n++;
+}
+
+static void list_splice(List *to, List *from) {
+        if (!from->head)
+                return;
+        if (to->tail)
+                to->tail->next = from->head;
+        else
+                to->head = from->head;
+        to->tail = from->tail;
+        to->n += from->n;
+        *from = (List) {};
+}
+
+static Job *take(List *l) {
+        Job *j = l->head;
+        if (!j)
+                return NULL;
+        l->head = j->next;
+        if (!l->head)
+                l->tail = NULL;
+        l->n--;
+        j->next = NULL;
+        return j;
 }
 
 /* Measure path without following a symlink in any component: the parent
- * directory is pinned with openat2(RESOLVE_NO_SYMLINKS) and the file is
- * looked up (AT_SYMLINK_NOFOLLOW, O_NOFOLLOW) from there. Otherwise a
- * measured directory swapped for a symlink between the event and the hash
- * would have a file outside the policy measured (and listed) under the
- * name of one inside it. A path through a symlink is treated as gone. */
+ * directory is pinned with openat2(RESOLVE_NO_SYMLINKS), in pieces when the
+ * path is longer than PATH_MAX, and the file is looked up (AT_SYMLINK_NOFOLLOW,
+ * O_NOFOLLOW) from there. Otherwise a measured directory swapped for a symlink
+ * between the event and the hash would have a file outside the policy
+ * measured (and listed) under the name of one inside it. A path through a
+ * symlink is treated as gone. */
 int workers_measure_path(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
-        const char *slash = strrchr(path, '/');
-        if (!slash || slash[1] == 0)
-                return iver_measure(AT_FDCWD, path, opt, ret);
-        size_t dlen = slash == path ? 1 : (size_t) (slash - path);
-        char *dir = strndup(path, dlen);
-        if (!dir)
-                return -ENOMEM;
-        struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS };
-        int dfd = (int) syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
-        int e = errno;
-        free(dir);
-        if (dfd < 0) {
-                if (e == ENOSYS || e == EPERM) /* no openat2 (old kernel, seccomp) */
-                        return iver_measure(AT_FDCWD, path, opt, ret);
-                return e == ELOOP ? -ENOTDIR : -e;
-        }
-        int r = iver_measure(dfd, slash + 1, opt, ret);
+        const char *name;
+        int dfd = path_open_parent(path, &name);
+        if (dfd < 0)
+                return dfd == -ELOOP ? -ENOTDIR : dfd;
+        int r = iver_measure(dfd, name, opt, ret);
         close(dfd);
         return r;
+}
+
+int workers_measure_link(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
+        const char *name;
+        int dfd = path_open_parent(path, &name);
+        if (dfd < 0)
+                return dfd == -ELOOP ? -ENOTDIR : dfd;
+        int r = iver_measure_link(dfd, name, opt, ret);
+        close(dfd);
+        return r;
+}
+
+/* The parent directory of the last job of a batch, kept for the next one:
+ * jobs of a batch are mostly siblings (one openat2 for all). Only within a
+ * batch (milliseconds), so a directory swapped for a symlink meanwhile costs at
+ * most that batch's files measured at their old place. */
+typedef struct DirCache {
+        char *dir;
+        size_t len;
+        int fd;
+} DirCache;
+
+static void dir_cache_done(DirCache *c) {
+        free(c->dir);
+        if (c->fd >= 0)
+                close(c->fd);
+        *c = (DirCache) { .fd = -EBADF };
+}
+
+static int measure_cached(DirCache *c, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
+        const char *slash = strrchr(path, '/');
+        if (!slash || slash == path)
+                return workers_measure_path(path, opt, ret);
+        size_t len = (size_t) (slash - path);
+        if (!(c->fd >= 0 && c->len == len && memcmp(c->dir, path, len) == 0)) {
+                char *dir = strndup(path, len);
+                if (!dir)
+                        return -ENOMEM;
+                int fd = path_open_dir(dir, O_PATH);
+                if (fd < 0) {
+                        free(dir);
+                        return fd == -ELOOP ? -ENOTDIR : fd;
+                }
+                dir_cache_done(c);
+                *c = (DirCache) { .dir = dir, .len = len, .fd = fd };
+        }
+        return iver_measure(c->fd, slash + 1, opt, ret);
+}
+
+static void run(Job *j, DirCache *c) {
+        j->opt.sigio_ignored = true; /* manager_new() prepared them before the pool started */
+        j->r = measure_cached(c, j->path, &j->opt, &j->m);
+        if (j->keyring && j->r >= 0)
+                appraisal_run(j);
+}
+
+/* A batch of small files: one pair of CPU clock reads for all, shared out by
+ * bytes hashed (the ledger's hash_cpu_ns stays a sum of what was spent). */
+static void run_batch(List *batch) {
+        DirCache c = { .fd = -EBADF };
+        bool timed = batch->n > 1;
+        int64_t cpu0 = timed ? iver_thread_cpu_ns() : 0;
+        uint64_t bytes = 0;
+        for (Job *j = batch->head; j; j = j->next) {
+                j->opt.no_cpu_time = timed;
+                run(j, &c);
+                if (j->r >= 0)
+                        bytes += j->m.bytes_hashed + 1;
+        }
+        dir_cache_done(&c);
+        if (!timed || bytes == 0)
+                return;
+        int64_t spent = iver_thread_cpu_ns() - cpu0;
+        for (Job *j = batch->head; j; j = j->next)
+                if (j->r >= 0)
+                        j->m.cpu_ns = (int64_t) ((double) spent * (double) (j->m.bytes_hashed + 1) / (double) bytes);
+}
+
+static bool has_work(const Workers *w) {
+        return w->small.head || (w->big.head && w->big_running < w->big_max);
 }
 
 static void *worker_main(void *arg) {
         Workers *w = arg;
         pthread_mutex_lock(&w->lock);
         for (;;) {
-                while (!w->todo_head && !w->stopping)
+                while (!has_work(w) && !w->stopping)
                         pthread_cond_wait(&w->cond, &w->lock);
                 if (w->stopping)
                         break;
-                Job *j = w->todo_head;
-                w->todo_head = j->next;
-                if (!w->todo_head)
-                        w->todo_tail = NULL;
+                List batch = {};
+                bool big = false;
+                if (w->small.head) {
+                        /* a fair share of the small ones, several per lock */
+                        size_t want = w->small.n / w->n;
+                        want = want < 1 ? 1 : want > BATCH_MAX ? BATCH_MAX : want;
+                        do
+                                append(&batch, take(&w->small));
+                        while (batch.n < want && w->small.head &&
+                               w->small.head->pending.st.size <= BATCH_FILE_BYTES &&
+                               batch.head->pending.st.size <= BATCH_FILE_BYTES);
+                } else {
+                        append(&batch, take(&w->big));
+                        w->big_running++;
+                        big = true;
+                }
                 pthread_mutex_unlock(&w->lock);
 
-                j->r = workers_measure_path(j->path, &j->opt, &j->m);
-                if (j->keyring && j->r >= 0)
-                        appraisal_run(j);
+                run_batch(&batch);
 
                 pthread_mutex_lock(&w->lock);
-                append(&w->done_head, &w->done_tail, j);
-                uint64_t one = 1;
-                (void) !write(w->efd, &one, sizeof(one));
+                if (big) {
+                        w->big_running--;
+                        if (w->big.head)
+                                pthread_cond_signal(&w->cond); /* a big one may start now */
+                }
+                bool wake = !w->done.head;
+                list_splice(&w->done, &batch);
+                if (wake) {
+                        uint64_t one = 1;
+                        (void) !write(w->efd, &one, sizeof(one));
+                }
         }
         pthread_mutex_unlock(&w->lock);
         return NULL;
@@ -118,6 +253,7 @@ int workers_new(unsigned n, Workers **ret) {
                 workers_free(w);
                 return -EAGAIN;
         }
+        w->big_max = w->n > 1 ? w->n - 1 : 1;
         *ret = w;
         return 0;
 }
@@ -129,6 +265,11 @@ void job_free(Job *j) {
         free(j);
 }
 
+static void free_list(List *l) {
+        for (Job *j; (j = take(l));)
+                job_free(j);
+}
+
 Workers *workers_free(Workers *w) {
         if (!w)
                 return NULL;
@@ -138,14 +279,10 @@ Workers *workers_free(Workers *w) {
         pthread_mutex_unlock(&w->lock);
         for (unsigned i = 0; i < w->n; i++)
                 pthread_join(w->threads[i], NULL);
-        for (Job *j = w->todo_head, *next; j; j = next) {
-                next = j->next;
-                job_free(j);
-        }
-        for (Job *j = w->done_head, *next; j; j = next) {
-                next = j->next;
-                job_free(j);
-        }
+        free_list(&w->stage);
+        free_list(&w->small);
+        free_list(&w->big);
+        free_list(&w->done);
         if (w->efd >= 0)
                 close(w->efd);
         pthread_cond_destroy(&w->cond);
@@ -163,18 +300,45 @@ unsigned workers_count(const Workers *w) {
 }
 
 void workers_submit(Workers *w, Job *j) {
+        j->big = j->pending.st.size >= BIG_FILE_BYTES;
+        if (!j->big)
+                w->light++;
+        append(&w->stage, j);
+        if (w->stage.n >= STAGE_MAX)
+                workers_flush(w);
+}
+
+void workers_flush(Workers *w) {
+        if (!w->stage.head)
+                return;
+        List small = {}, big = {};
+        for (Job *j; (j = take(&w->stage));)
+                append(j->big ? &big : &small, j);
+        size_t n = small.n + big.n;
         pthread_mutex_lock(&w->lock);
-        append(&w->todo_head, &w->todo_tail, j);
-        pthread_cond_signal(&w->cond);
+        list_splice(&w->small, &small);
+        list_splice(&w->big, &big);
+        if (n >= w->n)
+                pthread_cond_broadcast(&w->cond);
+        else
+                for (size_t i = 0; i < n; i++)
+                        pthread_cond_signal(&w->cond);
         pthread_mutex_unlock(&w->lock);
+}
+
+size_t workers_light(const Workers *w) {
+        return w->light;
 }
 
 Job *workers_take_done(Workers *w) {
         uint64_t v;
         (void) !read(w->efd, &v, sizeof(v));
         pthread_mutex_lock(&w->lock);
-        Job *j = w->done_head;
-        w->done_head = w->done_tail = NULL;
+        Job *j = w->done.head;
+        w->done = (List) {};
         pthread_mutex_unlock(&w->lock);
+        for (Job *k = j; k; k = k->next)
+                if (!k->big)
+                        w->light--;
         return j;
 }

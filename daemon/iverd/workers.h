@@ -19,6 +19,7 @@ typedef struct Job {
         IverAppraisal appraisal;
         uint8_t *sig;              /* security.ima when it is a signature (for ima-sig entries) */
         size_t sig_len;
+        bool big;                  /* set by workers_submit: a big file (workers.c) */
 } Job;
 
 void job_free(Job *j);
@@ -28,9 +29,18 @@ typedef struct Workers Workers;
 int workers_new(unsigned n, Workers **ret);
 Workers *workers_free(Workers *w);   /* joins the threads; pending jobs are dropped */
 int workers_eventfd(const Workers *w);
+/* Stage a job (pending.st.size tells a big file); staged jobs reach the
+ * workers at workers_flush() (or when many are staged). */
 void workers_submit(Workers *w, Job *job);
-/* iver_measure(AT_FDCWD, path, …) that follows no symlink in any component of path */
+void workers_flush(Workers *w);
+/* Small-file jobs submitted and not yet taken back: the loop's in-flight
+ * window. Big files do not count (they occupy at most n-1 workers). */
+size_t workers_light(const Workers *w);
+/* iver_measure(AT_FDCWD, path, …) that follows no symlink in any component of
+ * path, of any length (PATH_MAX does not apply) */
 int workers_measure_path(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
+/* The same for a symlink: the digest of its target (iver_measure_link). */
+int workers_measure_link(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
 /* Take all finished jobs (oldest first); clears the eventfd. */
 Job *workers_take_done(Workers *w);
 unsigned workers_count(const Workers *w);

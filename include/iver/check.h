@@ -20,7 +20,7 @@ typedef enum IverCheckResult {
         IVER_CHECK_HIT,          /* cookie unchanged: no re-hash */
         IVER_CHECK_MEASURED,     /* (re-)hashed; digest recorded */
         IVER_CHECK_UNSTABLE,     /* changed throughout hashing; nothing recorded as measured */
-        IVER_CHECK_NOT_REGULAR,  /* not a regular file; never opened */
+        IVER_CHECK_NOT_REGULAR,  /* neither a regular file nor a symlink; never opened */
         IVER_CHECK_ERROR,        /* vanished, unreadable…: errno in the outcome */
         _IVER_CHECK_MAX,
         _IVER_CHECK_INVALID = -22,

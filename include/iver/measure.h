@@ -12,7 +12,7 @@ typedef enum IverMeasureStatus {
         IVER_MEASURE_STABLE,       /* hashed under a read lease, cookie unmoved */
         IVER_MEASURE_PROVISIONAL,  /* no lease could be had (open writers, no permission): cookie unmoved, but trust only until next check */
         IVER_MEASURE_UNSTABLE,     /* kept changing through every attempt: no digest */
-        IVER_MEASURE_NOT_REGULAR,  /* FIFO, socket, device, directory, symlink: never opened for reading */
+        IVER_MEASURE_NOT_REGULAR,  /* FIFO, socket, device, directory (symlink for iver_measure): never opened */
         _IVER_MEASURE_MAX,
         _IVER_MEASURE_INVALID = -22,
 } IverMeasureStatus;
@@ -25,6 +25,8 @@ typedef struct IverMeasureOptions {
         iver_statx_fn statx;       /* NULL: statx(2) */
         unsigned max_attempts;     /* 0: 3 */
         size_t chunk_size;         /* 0: 1 MiB; the lease is polled between chunks */
+        bool sigio_ignored;        /* the caller ran iver_measure_prepare_signals(): no check per call */
+        bool no_cpu_time;          /* leave cpu_ns 0 (the caller times a batch itself) */
 } IverMeasureOptions;
 
 typedef struct IverMeasurement {
@@ -47,6 +49,12 @@ typedef struct IverMeasurement {
  * (iver_measure_prepare_signals); if SIGIO is at its default disposition no
  * lease is taken and results are provisional. */
 int iver_measure(int dirfd, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
+/* Measure the symlink (dirfd, path) itself (lib/measure-link.c): its digest is
+ * that of the target string (readlinkat, no terminating NUL), taken between two
+ * statx (AT_SYMLINK_NOFOLLOW) that must agree, so ret->st is the link's
+ * observation and its cookie works as a file's. NOT_REGULAR when path is not a
+ * symlink; -errno when it cannot be read. */
+int iver_measure_link(int dirfd, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
 /* The same on an already-open fd (fanotify); fd must be open for reading. */
 int iver_measure_fd(int fd, const IverMeasureOptions *opt, IverMeasurement *ret);
 

@@ -159,6 +159,22 @@ START_TEST(test_vanish_and_fifo) {
 }
 END_TEST
 
+/* a symlink is measured by its target string: a hit while unchanged, a new
+ * digest when it is replaced by one pointing elsewhere */
+START_TEST(test_symlink_target) {
+        IverCheckOutcome o;
+        ck_assert_int_eq(symlink("one/target", path), 0);
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED);
+        expect_digest_of(&o, "one/target");
+        ck_assert_int_eq(check(&o), IVER_CHECK_HIT);
+        expect_digest_of(&o, "one/target");
+        ck_assert_int_eq(unlink(path), 0);
+        ck_assert_int_eq(symlink("/elsewhere", path), 0);
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED);
+        expect_digest_of(&o, "/elsewhere");
+}
+END_TEST
+
 START_TEST(test_racy_guard_coarse) {
         IverCheckOutcome o;
         IverEntry e;
@@ -226,6 +242,7 @@ int main(void) {
         tcase_add_test(tc, test_inode_reuse_never_inherits);
         tcase_add_test(tc, test_rename_over);
         tcase_add_test(tc, test_vanish_and_fifo);
+        tcase_add_test(tc, test_symlink_target);
         tcase_add_test(tc, test_algo_change_rehashes);
         tcase_add_test(tc, test_invalidate_forces_rehash);
         suite_add_tcase(s, tc);

@@ -123,6 +123,36 @@ START_TEST(test_socket_symlink_dir_device) {
 }
 END_TEST
 
+/* a symlink measured as itself: the digest of its target string */
+START_TEST(test_link_target_digest) {
+        IverMeasureOptions o = { .algo = IVER_HASH_SHA256, .source = IVER_COOKIE_CTIME };
+        IverMeasurement m;
+        char p[700];
+        const char *target = "/nowhere/in particular\n";
+        uint8_t want[EVP_MAX_MD_SIZE];
+        unsigned len = 0;
+
+        snprintf(p, sizeof(p), "%s/link", dir);
+        ck_assert_int_eq(symlink(target, p), 0);
+        ck_assert_int_eq(iver_measure_link(AT_FDCWD, p, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_STABLE);
+        ck_assert(S_ISLNK(m.st.mode));
+        ck_assert_int_eq(EVP_Digest(target, strlen(target), want, &len, EVP_sha256(), NULL), 1);
+        ck_assert_uint_eq(m.digest.len, len);
+        ck_assert_mem_eq(m.digest.bytes, want, len);
+        ck_assert_uint_eq(m.bytes_hashed, strlen(target));
+
+        /* a regular file or a directory is not a link: never read as one */
+        write_file(path, 10, 1);
+        ck_assert_int_eq(iver_measure_link(AT_FDCWD, path, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_NOT_REGULAR);
+        ck_assert_int_eq(iver_measure_link(AT_FDCWD, dir, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_NOT_REGULAR);
+        snprintf(p, sizeof(p), "%s/gone", dir);
+        ck_assert_int_eq(iver_measure_link(AT_FDCWD, p, &o, &m), -ENOENT);
+}
+END_TEST
+
 START_TEST(test_vanished) {
         IverMeasureOptions o = { .algo = IVER_HASH_SHA256, .source = IVER_COOKIE_CTIME };
         IverMeasurement m;
@@ -207,6 +237,7 @@ int main(void) {
         tcase_add_test(tc, test_digests_all_algos);
         tcase_add_test(tc, test_fifo_never_blocks);
         tcase_add_test(tc, test_socket_symlink_dir_device);
+        tcase_add_test(tc, test_link_target_digest);
         tcase_add_test(tc, test_vanished);
         tcase_add_test(tc, test_open_writer_is_provisional);
         tcase_add_test(tc, test_sigio_default_no_lease);

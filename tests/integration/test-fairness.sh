@@ -1,0 +1,48 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Huge files do not starve the rest (issue 13 item 14): two sparse 100 GiB
+# files appear in a measured tree (its own tmpfs) of a daemon with 2 workers;
+# while they hash, root tampers with a small measured file. The tamper must be
+# listed (`iverctl log --ascii`, new digest) within 5 s, while the big files
+# are still unlisted (still hashing). Prints the time (FAIRNESS: line). Needs root.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib-faults.sh
+source "$here/lib-faults.sh"
+faults_init fairness
+
+mount -t tmpfs -o size=64m,mode=0755 iver-fairness "$D/tree" || die "tmpfs"
+on_cleanup "umount '$D/tree'"
+mkdir -p "$D/tree/small" "$D/tree/big"
+for i in $(seq 20); do echo "small $i" >"$D/tree/small/f$i"; done
+printf 'measure path="%s/**"\n' "$D/tree" >"$D/p.policy"
+IVERD_TPM_ARGS=(--tpm none --workers 2)
+start_iverd
+ctl settle --timeout 60 >/dev/null || die "no settle"
+
+truncate -s 100G "$D/tree/big/b1" "$D/tree/big/b2"
+# both big files handed to the pool (in flight) before the tamper
+for _ in $(seq 100); do [[ $(js hashing) -ge 2 ]] && break; sleep 0.05; done
+note "in flight before the tamper: $(js hashing)"
+sleep 1
+
+echo "tampered while big files hash $$" >>"$D/tree/small/f3"
+H=$(sha256sum "$D/tree/small/f3" | cut -d' ' -f1)
+t0=$(date +%s%N); LISTED=
+for _ in $(seq 300); do
+        if ctl log --ascii | grep -q "sha256:$H $D/tree/small/f3\$"; then LISTED=$(( ($(date +%s%N) - t0) / 1000000 )); break; fi
+        sleep 0.1
+done
+ctl log --ascii >"$D/log.txt"
+if [[ -n $LISTED ]]; then
+        echo "FAIRNESS: tamper listed after ${LISTED} ms while two 100 GiB files hash"
+        ((LISTED < 5000)) || fail "tamper listed after ${LISTED} ms (limit 5000)"
+else
+        fail "tamper not listed within 30 s while two 100 GiB files hash"
+fi
+grep -q "/big/b[12]\$" "$D/log.txt" && fail "a 100 GiB file was already listed: the test did not overlap with its hashing"
+alive || true
+# a stop does not wait for 100 GiB of hashing to finish: TERM, then KILL after 5 s
+stop_pid "$IVERD_PID"; untrack_pid "$IVERD_PID"; IVERD_PID=
+[[ $FAILS -eq 0 ]] || exit 1
+echo PASS
