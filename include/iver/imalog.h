@@ -189,7 +189,9 @@ int iver_imalog_save(const IverImaLog *l, const char *path, IverImaFormat format
  * write-ahead) and its ASCII twin in dir. */
 typedef struct IverImaFile IverImaFile;
 
-/* Open (creating the files, mode 0640, in the existing dir if missing) and read the binary list back
+/* Open (creating the files, mode 0640, in the existing dir if missing; never
+ * through a symlink: O_NOFOLLOW, the ASCII twin a new file renamed into
+ * place; a binary list that is not a regular file is -EBADFD) and read the binary list back
  * into a new list (no dedup, the order kept). A torn trailing record left by a
  * crash is cut off: a last record that ends past EOF, a last record that does
  * not decode (its lengths reach EOF but the data never fully landed), or a tail
