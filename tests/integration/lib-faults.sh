@@ -146,6 +146,20 @@ quote_check() {
         nonce=$(openssl rand -hex 16)
         rm -rf "$D/q"
         if ! out=$(ctl quote --nonce "$nonce" --out "$D/q" 2>&1); then fail "$1: quote failed: $out"; return 1; fi
+        if [[ $(js evidence_broken) == True ]]; then
+                # the list could not be written: no quote may verify from now on,
+                # and the PCR holds the list plus the broken-evidence value only
+                if out=$(ctl verify "$D/q" --nonce "$nonce" 2>&1); then fail "$1: a quote verified with the evidence broken"; return 1; fi
+                grep -q "no prefix" <<<"$out" || { fail "$1: verify failed for another reason: $out"; return 1; }
+                cmp -s "$D/q/measurements.bin" "$RUN/binary_runtime_measurements" ||
+                        { fail "$1: the quoted list differs from $RUN/binary_runtime_measurements"; return 1; }
+                local kj
+                kj=$(python3 "$(dirname "${BASH_SOURCE[0]}")/broken-replay.py" "$D/q" 23) ||
+                        { fail "$1: the PCR holds something the list lacks (not list + broken-evidence value)"; return 1; }
+                # shellcheck disable=SC2034  # for the sourcing script
+                QUOTE_SUMMARY="evidence broken: quote refused by verify; PCR = first ${kj% *} entries + 0xFF after ${kj#* }"
+                return 0
+        fi
         if ! out=$(ctl verify "$D/q" --nonce "$nonce" 2>&1); then fail "$1: iverctl verify rejected the quote: $out"; return 1; fi
         if ! grep -qE 'list of ([0-9]+) entries, \1 replayed' <<<"$out"; then
                 fail "$1: PCR does not hold the whole list: $(grep -o 'list of.*replayed' <<<"$out")"; return 1

@@ -7,7 +7,11 @@
 #     never holds an entry that is not in the list (quote + verify: N entries,
 #     N replayed; the quoted list = binary_runtime_measurements on disk; the
 #     ascii list = the binary list); then space is freed: within 15 s the
-#     changed files are listed and extended (list_failing false).
+#     changed files are listed and extended (list_failing false). Once the
+#     list could not be written the evidence is broken for good (issue 13
+#     item 13): status says evidence_broken, and every quote from then on
+#     fails verification, its PCR = the list + the all-0xFF value (lib-faults.sh
+#     quote_check, broken-replay.py).
 #  4. writers rewrite files continuously (O_TRUNC rewrites, in-place pwrite
 #     over the old content, writes through a shared mapping, 0.1 KiB..3 MiB)
 #     while iverd measures them; each writer appends a version's sha256 to a
@@ -64,6 +68,7 @@ for ((c = 1; c <= CYCLES; c++)); do
         lf=$(js list_failing) lfs=$(js list_failures) len=$(js list_length) pend=$(js pending_extends)
         note "full: list_failing=$lf list_failures=$lfs list_length=$len pending_extends=$pend"
         if [[ $left == 0 && $lf != True ]]; then fail "cycle $c: list_failing is $lf with a full runtime directory"; L_WRONG=$((L_WRONG + 1)); fi
+        if [[ $lf == True && $(js evidence_broken) != True ]]; then fail "cycle $c: list failing but evidence_broken is not set"; L_WRONG=$((L_WRONG + 1)); fi
         # the PCR holds exactly the listed entries; the list on disk is that list
         quote_check "cycle $c, list full" || L_WRONG=$((L_WRONG + 1))
         [[ -n ${QUOTE_SUMMARY:-} ]] && note "full: $QUOTE_SUMMARY"
