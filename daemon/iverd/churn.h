@@ -7,12 +7,12 @@
 /* Per-file version rate limit for the measurement list: a file that gets more
  * than CHURN_MAX_VERSIONS new list entries within CHURN_WINDOW_USEC is
  * limited: recorded once as a violation, its further versions not listed
- * until a backoff (1 min, doubling to 1 h while it keeps churning) ends, when
+ * until a backoff (10 s, doubling to 1 h while it keeps churning) ends, when
  * it is re-checked and its content then listed. Bounded: at most
  * CHURN_TRACKED_MAX paths are tracked at once. */
 #define CHURN_MAX_VERSIONS 32
 #define CHURN_WINDOW_USEC (60ULL * 1000000ULL)
-#define CHURN_BACKOFF_USEC (60ULL * 1000000ULL)
+#define CHURN_BACKOFF_USEC (10ULL * 1000000ULL)
 #define CHURN_BACKOFF_MAX_USEC (3600ULL * 1000000ULL)
 #define CHURN_TRACKED_MAX 65536
 

@@ -137,6 +137,8 @@ static int on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata) 
 
 static void recheck_path(const char *path, void *userdata) {
         Evidence *e = userdata;
+        /* the cache holds a version that was not listed: hash again */
+        iver_check_invalidate(e->m->ctx, path);
         manager_queue(e->m, path);
 }
 
@@ -207,14 +209,13 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
                 *ret = e;
                 return 0;
         }
-        r = tpm_thread_new(conf->tpm_tcti, conf->banks, e->pcr, &e->tpm);
+        r = tpm_thread_new(conf->tpm_tcti, conf->banks, e->pcr, iver_imalog_entries(e->log), iver_imalog_size(e->log),
+                           &e->tpm);
         if (r < 0) {
                 log_error_errno(r, "Cannot start the TPM thread for '%s': %m", conf->tpm_tcti);
                 goto fail;
         }
-        r = tpm_thread_push(e->tpm, iver_imalog_entries(e->log), iver_imalog_size(e->log));
-        if (r >= 0)
-                r = sd_event_add_io(m->event, &e->tpm_io, tpm_thread_fd(e->tpm), EPOLLIN, on_tpm, e);
+        r = sd_event_add_io(m->event, &e->tpm_io, tpm_thread_fd(e->tpm), EPOLLIN, on_tpm, e);
         if (r < 0) {
                 log_error_errno(r, "Cannot set up the TPM thread: %m");
                 goto fail;
@@ -369,6 +370,7 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
                 break;
         case CHURN_LIMIT:
                 iver_imalog_entry_free(ent);
+                iver_check_invalidate(e->m->ctx, path);
                 e->rate_limited++;
                 char why[160];
                 snprintf(why, sizeof(why), "churn: more than %d new versions in %llu s; not listed again until a backoff ends",
@@ -377,6 +379,7 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
                 return evidence_record_violation(e, path, d, o->digest.algo);
         case CHURN_SUPPRESS:
                 iver_imalog_entry_free(ent);
+                iver_check_invalidate(e->m->ctx, path);
                 e->rate_limited++;
                 return 0;
         }

@@ -411,7 +411,8 @@ static void *run(void *userdata) {
         return NULL;
 }
 
-int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, TpmThread **ret) {
+int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, const IverImaEntry *const *ents, size_t n,
+                   TpmThread **ret) {
         TpmThread *t = calloc(1, sizeof(*t));
         pthread_condattr_t ca;
         int r;
@@ -434,6 +435,10 @@ int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, TpmThread **r
                 r = -errno;
                 goto fail;
         }
+        /* the list read back from disk, before the thread's first resync looks at it */
+        r = tpm_thread_push(t, ents, n);
+        if (r < 0)
+                goto fail;
         r = -pthread_create(&t->thread, NULL, run, t);
         if (r < 0)
                 goto fail;

@@ -30,8 +30,10 @@ typedef struct TpmThreadState {
 } TpmThreadState;
 
 /* Start the thread for tcti (not "none"). banks: Banks= (IVER_TPM_BANK mask);
- * pcr: the daemon's PCR, always checked and quoted. */
-int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, TpmThread **ret);
+ * pcr: the daemon's PCR, always checked and quoted; ents: the n entries of
+ * the list as read back from disk (see tpm_thread_push). */
+int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, const IverImaEntry *const *ents, size_t n,
+                   TpmThread **ret);
 /* Stop and join (waits up to 2 s for an outstanding TPM command; a thread
  * stuck in a hung TPM is left behind with its memory, the process is ending).
  * The entries handed over must stay valid until this returns. */
