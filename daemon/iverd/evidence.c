@@ -113,6 +113,9 @@ static int on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata) 
         if (st.desynced && !e->last.desynced)
                 log_error("Measurement list and PCRs are out of sync (no prefix of the %zu entries replays to them): "
                           "not extending; status reports 'desynced'", st.queued);
+        else if (!st.desynced && e->last.desynced && st.connected)
+                log_notice("Measurement list and PCRs in sync again (%zu of %zu entries in the PCRs): extending", st.extended,
+                           st.queued);
         if (st.resyncs > e->last.resyncs)
                 log_warning("PCR %u does not hold what iverd extended (TPM reset, or another extender): resynced", e->pcr);
         if (st.poisoned && !e->last.poisoned)

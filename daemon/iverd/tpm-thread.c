@@ -78,6 +78,7 @@ struct TpmThread {
         IverDigest expected[IVER_IMA_PCR_MAX]; /* health_bank value each used PCR should hold */
         bool expected_valid;
         uint32_t expected_mask;         /* the PCRs expected[] is kept for */
+        IverDigest seen[IVER_IMA_PCR_MAX];      /* desynced: the health_bank values then */
         uint64_t next_health, next_connect;
 };
 
@@ -185,12 +186,18 @@ static int resync(TpmThread *t) {
         r = iver_imalog_match_prefix_entries(ents, n, values, nv, &prefix);
         if (r == -ENOMEM)
                 return r;
+        t->health_bank = (banks & IVER_TPM_BANK(IVER_HASH_SHA256)) ? IVER_HASH_SHA256 : (IverHashAlgo) __builtin_ctz(banks);
         t->desynced = r < 0;
-        if (r < 0)
+        if (r < 0) {
+                /* remembered: when they change (a TPM reset), look again */
+                t->expected_mask = mask;
+                for (size_t i = 0; i < nv; i++)
+                        if (values[i].value.algo == t->health_bank)
+                                t->seen[values[i].pcr] = values[i].value;
                 return 0;
+        }
         t->extended = prefix;
         t->poison_done = false;
-        t->health_bank = (banks & IVER_TPM_BANK(IVER_HASH_SHA256)) ? IVER_HASH_SHA256 : (IverHashAlgo) __builtin_ctz(banks);
         for (unsigned p = 0; p < IVER_IMA_PCR_MAX; p++)
                 if ((mask & (1u << p)) &&
                     iver_imalog_replay_entries(ents, prefix, p, t->health_bank, &t->expected[p]) < 0)
@@ -273,7 +280,7 @@ static int poison(TpmThread *t, uint32_t mask) {
 /* Does every used PCR hold what our extends should give? If not (a TPM reset,
  * another extender), find again where the PCRs are and go on from there. */
 static int health_check(TpmThread *t, uint32_t mask) {
-        if (t->desynced || !t->expected_valid)
+        if (!t->desynced && !t->expected_valid)
                 return 0;
         for (unsigned p = 0; p < IVER_IMA_PCR_MAX; p++) {
                 IverDigest now;
@@ -284,7 +291,9 @@ static int health_check(TpmThread *t, uint32_t mask) {
                 set_busy(t, false);
                 if (r < 0)
                         return r;
-                if (now.len != t->expected[p].len || memcmp(now.bytes, t->expected[p].bytes, now.len) != 0) {
+                /* in sync: what our extends gave; desynced: what was there then */
+                const IverDigest *want = t->desynced ? &t->seen[p] : &t->expected[p];
+                if (now.len != want->len || memcmp(now.bytes, want->bytes, now.len) != 0) {
                         r = resync(t);
                         pthread_mutex_lock(&t->lock);
                         t->st.resyncs++;
