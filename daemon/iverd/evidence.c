@@ -212,6 +212,8 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
                 *ret = e;
                 return 0;
         }
+        /* lib/tpm.c sets this on connect; set it here, before any thread reads the environment */
+        (void) setenv("TSS2_LOG", "all+none", 0);
         r = tpm_thread_new(conf->tpm_tcti, conf->banks, e->pcr, iver_imalog_entries(e->log), iver_imalog_size(e->log),
                            &e->tpm);
         if (r < 0) {
@@ -237,8 +239,11 @@ Evidence *evidence_free(Evidence *e) {
         while (e->quotes)
                 answer_quote(e, e->quotes, NULL, "iverd is stopping");
         sd_event_source_disable_unref(e->tpm_io);
-        /* joins the thread, which reads the entries of e->log */
+        /* joins the thread, which reads the entries of e->log (if it is stuck
+         * in a hung TPM, the entries stay: the process is ending) */
         e->tpm = tpm_thread_free(e->tpm);
+        if (e->tpm)
+                log_warning("The TPM thread is stuck in a TPM command: leaving it behind");
         sd_event_source_disable_unref(e->commit);
         sd_event_source_disable_unref(e->relist);
         sd_event_source_disable_unref(e->churn_timer);

@@ -482,7 +482,7 @@ TpmThread *tpm_thread_free(TpmThread *t) {
                 if (pthread_timedjoin_np(t->thread, NULL, &ts) != 0) {
                         /* stuck in a TPM command that never returns: leave it its memory */
                         pthread_detach(t->thread);
-                        return NULL;
+                        return t;
                 }
         }
         iver_tpm_free(t->tpm);

@@ -34,9 +34,9 @@ typedef struct TpmThreadState {
  * the list as read back from disk (see tpm_thread_push). */
 int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, const IverImaEntry *const *ents, size_t n,
                    TpmThread **ret);
-/* Stop and join (waits up to 2 s for an outstanding TPM command; a thread
- * stuck in a hung TPM is left behind with its memory, the process is ending).
- * The entries handed over must stay valid until this returns. */
+/* Stop and join: NULL. It waits up to 2 s for an outstanding TPM command; a
+ * thread stuck in a hung TPM is left behind with its memory (the process is
+ * ending) and t is returned: then the entries handed over must stay valid. */
 TpmThread *tpm_thread_free(TpmThread *t);
 /* An fd that polls readable when the state changed or a quote finished;
  * tpm_thread_ack() clears it. */
