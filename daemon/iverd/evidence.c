@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The measurement list (write-ahead, group commit) and its extend cursor, on
- * the event loop. Calls go one way: verbs.c → evidence.c → tpm-thread.c →
- * lib/tpm.c; the TPM thread answers through an eventfd this file watches.
+/* The measurement list (write-ahead, group commit) and the per-file churn
+ * limit, on the event loop; the extend cursor lives with the TPM thread, which
+ * gets each entry once it is durable. Calls go one way: checker.c, verbs.c →
+ * evidence.c / evidence-tpm.c → tpm-thread.c → tpm-ops.c → lib/tpm.c; the
+ * thread answers through an eventfd (evidence-tpm.c).
  *
  * Group commit: entries are staged and written with one write and one
  * fdatasync when 1,000 are staged or 10 ms after the first, and only then
@@ -16,7 +18,7 @@
 #include <time.h>
 
 #include "churn.h"
-#include "evidence.h"
+#include "evidence-internal.h"
 #include "iver/imalog.h"
 #include "log.h"
 #include "macro.h"
@@ -27,38 +29,9 @@
 #define GROUP_USEC (10ULL * 1000ULL)
 #define RELIST_USEC (5ULL * 1000000ULL)
 #define CHURN_TICK_USEC (1ULL * 1000000ULL)
-#define QUOTE_TIMEOUT_USEC (15ULL * 1000000ULL)
 #define KERNEL_IMA_LIST "/sys/kernel/security/ima/ascii_runtime_measurements"
 
-typedef struct QuoteWait {
-        struct QuoteWait *next;
-        Evidence *e;
-        uint64_t tag;
-        sd_event_source *timer;
-        EvidenceQuoteDone done;
-        void *userdata;
-} QuoteWait;
-
-struct Evidence {
-        Manager *m;
-        unsigned pcr;
-        bool tpm_none;
-        IverImaFile *file;
-        IverImaLog *log;
-        TpmThread *tpm;
-        TpmThreadState last;            /* what the loop saw last: log the changes */
-        bool list_failing, broken;
-        uint64_t list_failures, duplicates, commits, rate_limited;
-        int last_list_error;
-        sd_event_source *commit, *relist, *tpm_io, *churn_timer;
-        IverImaEntry **staged;          /* GROUP_MAX, written with one fdatasync */
-        size_t n_staged;
-        Churn *churn;
-        QuoteWait *quotes;
-        uint64_t next_tag;
-};
-
-static uint64_t now_usec(void) {
+uint64_t evidence_now_usec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
@@ -85,59 +58,6 @@ static int choose_pcr(int configured, unsigned *ret) {
         return 0;
 }
 
-static void answer_quote(Evidence *e, QuoteWait *w, const IverTpmQuote *q, const char *error) {
-        for (QuoteWait **p = &e->quotes; *p; p = &(*p)->next)
-                if (*p == w) {
-                        *p = w->next;
-                        break;
-                }
-        sd_event_source_disable_unref(w->timer);
-        w->done(w->userdata, q, error);
-        free(w);
-}
-
-/* The TPM thread changed something: log it (the thread never logs), answer
- * finished quotes, and let settle waiters look. */
-static int on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Evidence *e = userdata;
-        TpmThreadState st;
-
-        tpm_thread_ack(e->tpm);
-        tpm_thread_state(e->tpm, &st);
-        if (st.connected && !e->last.connected)
-                log_info("Connected to the TPM: banks 0x%x active, extending 0x%x, PCR %u; %zu of %zu list entries in the PCRs",
-                         st.active_banks, st.banks, e->pcr, st.extended, st.queued);
-        else if (!st.connected && e->last.connected)
-                log_warning("TPM lost (%s): measuring and listing go on, %zu extends wait", st.error[0] ? st.error : "?",
-                            st.queued - st.extended);
-        if (st.desynced && !e->last.desynced)
-                log_error("Measurement list and PCRs are out of sync (no prefix of the %zu entries replays to them): "
-                          "not extending; status reports 'desynced'", st.queued);
-        else if (!st.desynced && e->last.desynced && st.connected)
-                log_notice("Measurement list and PCRs in sync again (%zu of %zu entries in the PCRs): extending", st.extended,
-                           st.queued);
-        if (st.resyncs > e->last.resyncs)
-                log_warning("PCR %u does not hold what iverd extended (TPM reset, or another extender): resynced", e->pcr);
-        if (st.poisoned && !e->last.poisoned)
-                log_error("Broken-evidence value extended into the PCRs: no quote verifies until iverd restarts with a fresh list");
-        e->last = st;
-
-        uint64_t tag;
-        IverTpmQuote *q;
-        int err;
-        char msg[320];
-        while (tpm_thread_take_quote(e->tpm, &tag, &q, &err, msg, sizeof(msg)) > 0) {
-                QuoteWait *w = e->quotes;
-                while (w && w->tag != tag)
-                        w = w->next;
-                if (w)
-                        answer_quote(e, w, err < 0 ? NULL : q, err < 0 ? msg : NULL);
-                iver_tpm_quote_free(q);
-        }
-        manager_maybe_settled(e->m);
-        return 0;
-}
-
 static void recheck_path(const char *path, void *userdata) {
         Evidence *e = userdata;
         /* the cache holds a version that was not listed: hash again */
@@ -147,7 +67,7 @@ static void recheck_path(const char *path, void *userdata) {
 
 static int on_churn_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Evidence *e = userdata;
-        (void) churn_due(e->churn, now_usec(), recheck_path, e);
+        (void) churn_due(e->churn, evidence_now_usec(), recheck_path, e);
         (void) sd_event_source_set_time_relative(s, CHURN_TICK_USEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
@@ -220,7 +140,7 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
                 log_error_errno(r, "Cannot start the TPM thread for '%s': %m", conf->tpm_tcti);
                 goto fail;
         }
-        r = sd_event_add_io(m->event, &e->tpm_io, tpm_thread_fd(e->tpm), EPOLLIN, on_tpm, e);
+        r = sd_event_add_io(m->event, &e->tpm_io, tpm_thread_fd(e->tpm), EPOLLIN, evidence_on_tpm, e);
         if (r < 0) {
                 log_error_errno(r, "Cannot set up the TPM thread: %m");
                 goto fail;
@@ -237,7 +157,7 @@ Evidence *evidence_free(Evidence *e) {
                 return NULL;
         (void) commit(e);
         while (e->quotes)
-                answer_quote(e, e->quotes, NULL, "iverd is stopping");
+                evidence_answer_quote(e, e->quotes, NULL, "iverd is stopping");
         sd_event_source_disable_unref(e->tpm_io);
         /* joins the thread, which reads the entries of e->log (if it is stuck
          * in a hung TPM, the entries stay: the process is ending) */
@@ -373,7 +293,7 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
                 iver_imalog_entry_free(ent);
                 return 0;
         }
-        switch (churn_note(e->churn, path, now_usec())) {
+        switch (churn_note(e->churn, path, evidence_now_usec())) {
         case CHURN_LIST:
                 break;
         case CHURN_LIMIT:
@@ -403,124 +323,4 @@ int evidence_record_violation(Evidence *e, const char *path, const IverPolicyDec
                 return log_error_errno(r, "Cannot build a violation entry for %s: %m", path);
         /* never deduplicated: the kernel records every violation */
         return stage(e, ent);
-}
-
-void evidence_status(const Evidence *e, json_object *o) {
-        TpmThreadState st = {};
-        if (!e)
-                return;
-        if (e->tpm)
-                tpm_thread_state(e->tpm, &st);
-        const char *tpm = !e->tpm ? "none" : st.connected ? "connected" : "unavailable";
-        json_object_object_add(o, "tpm", json_object_new_string(tpm));
-        if (e->tpm && !st.connected && st.error[0])
-                json_object_object_add(o, "tpm_error", json_object_new_string(st.error));
-        if (e->tpm) {
-                json_object_object_add(o, "tpm_busy_ms", json_object_new_uint64(st.busy ? st.busy_usec / 1000 : 0));
-                json_object_object_add(o, "tpm_commands", json_object_new_uint64(st.commands));
-                json_object *banks = json_object_new_array();
-                for (int b = 0; b < _IVER_HASH_MAX; b++)
-                        if (st.banks & IVER_TPM_BANK(b))
-                                json_object_array_add(banks, json_object_new_string(iver_hash_algo_to_string((IverHashAlgo) b)));
-                json_object_object_add(o, "banks", banks);
-        }
-        json_object_object_add(o, "pcr", json_object_new_int((int) e->pcr));
-        json_object_object_add(o, "list_length", json_object_new_uint64(iver_imalog_size(e->log)));
-        json_object_object_add(o, "pending_extends",
-                               json_object_new_uint64(!e->tpm ? 0 : iver_imalog_size(e->log) - st.extended));
-        json_object_object_add(o, "staged_entries", json_object_new_uint64(e->n_staged));
-        json_object_object_add(o, "list_commits", json_object_new_uint64(e->commits));
-        json_object_object_add(o, "desynced", json_object_new_boolean(st.desynced));
-        json_object_object_add(o, "list_failing", json_object_new_boolean(e->list_failing));
-        json_object_object_add(o, "list_failures", json_object_new_uint64(e->list_failures));
-        json_object_object_add(o, "evidence_broken", json_object_new_boolean(e->broken));
-        json_object_object_add(o, "extend_failures", json_object_new_uint64(st.extend_failures));
-        json_object_object_add(o, "pcr_resyncs", json_object_new_uint64(st.resyncs));
-        json_object_object_add(o, "rate_limited_versions", json_object_new_uint64(e->rate_limited));
-        json_object_object_add(o, "rate_limited_files", json_object_new_uint64(churn_limited(e->churn, now_usec())));
-}
-
-const IverImaLog *evidence_list(const Evidence *e) {
-        return e ? e->log : NULL;
-}
-
-unsigned evidence_pcr(const Evidence *e) {
-        return e->pcr;
-}
-
-void evidence_entries_for(const Evidence *e, const char *path, json_object *array) {
-        TpmThreadState st = {};
-        if (e->tpm)
-                tpm_thread_state(e->tpm, &st);
-        for (size_t i = 0; i < iver_imalog_size(e->log); i++) {
-                const IverImaEntry *ent = iver_imalog_get(e->log, i);
-                char *line = NULL;
-                size_t len;
-                if (strcmp(ent->path, path) != 0 || iver_imalog_entry_to_ascii(ent, &line, &len) < 0)
-                        continue;
-                json_object *o = json_object_new_object();
-                json_object_object_add(o, "index", json_object_new_uint64(i));
-                json_object_object_add(o, "line", json_object_new_string_len(line, (int) (len && line[len - 1] == '\n' ? len - 1 : len)));
-                json_object_object_add(o, "extended", json_object_new_boolean(e->tpm && i < st.extended));
-                json_object_array_add(array, o);
-                free(line);
-        }
-}
-
-static int on_quote_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
-        QuoteWait *w = userdata;
-        Evidence *e = w->e;
-        TpmThreadState st;
-        char msg[256];
-
-        tpm_thread_state(e->tpm, &st);
-        tpm_thread_cancel_quote(e->tpm, w->tag);
-        if (st.busy)
-                snprintf(msg, sizeof(msg), "TPM busy: no answer within %llu s (a TPM command outstanding for %llu ms)",
-                         (unsigned long long) (QUOTE_TIMEOUT_USEC / 1000000ULL),
-                         (unsigned long long) (st.busy_usec / 1000));
-        else
-                snprintf(msg, sizeof(msg), "TPM busy: no answer within %llu s",
-                         (unsigned long long) (QUOTE_TIMEOUT_USEC / 1000000ULL));
-        answer_quote(e, w, NULL, msg);
-        return 0;
-}
-
-int evidence_quote(Evidence *e, const uint8_t *nonce, size_t nonce_len, unsigned bank_mask, EvidenceQuoteDone done,
-                   void *userdata, const char **ret_error) {
-        TpmThreadState st;
-        int r;
-
-        if (!e->tpm) {
-                *ret_error = "no TPM configured";
-                return -ENODEV;
-        }
-        tpm_thread_state(e->tpm, &st);
-        if (!st.connected) {
-                *ret_error = "TPM unavailable";
-                return -ENXIO;
-        }
-        if (bank_mask & ~st.banks) {
-                *ret_error = "a requested bank is not one iverd extends (see Banks= and `iverctl status`)";
-                return -EINVAL;
-        }
-        QuoteWait *w = calloc(1, sizeof(*w));
-        if (!w)
-                return -ENOMEM;
-        w->e = e;
-        w->tag = ++e->next_tag;
-        w->done = done;
-        w->userdata = userdata;
-        r = sd_event_add_time_relative(e->m->event, &w->timer, CLOCK_MONOTONIC, QUOTE_TIMEOUT_USEC, 0, on_quote_timeout, w);
-        if (r >= 0)
-                r = tpm_thread_quote(e->tpm, w->tag, bank_mask, nonce, nonce_len);
-        if (r < 0) {
-                sd_event_source_disable_unref(w->timer);
-                free(w);
-                *ret_error = r == -EBUSY ? "TPM busy: too many quotes waiting" : NULL;
-                return r;
-        }
-        w->next = e->quotes;
-        e->quotes = w;
-        return 0;
 }
