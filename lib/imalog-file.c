@@ -112,7 +112,8 @@ static int replace_file(int dir_fd, const char *name, const IverImaLog *l, IverI
         int r;
 
         snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, (long) getpid());
-        (void) unlinkat(dir_fd, tmp, 0); /* a stale one: O_EXCL below never reuses (or follows) it */
+        /* a new file, never one someone left there (a symlink to follow) */
+        (void) unlinkat(dir_fd, tmp, 0);
         _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, mode);
         if (fd < 0)
                 return negative_errno();
@@ -214,9 +215,16 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, IverImaLog **
         f->dir_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         if (f->dir_fd < 0)
                 return negative_errno();
-        f->bin_fd = openat(f->dir_fd, IVER_IMA_BINARY_FILE, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
+        /* never through a symlink, never a FIFO or device planted there */
+        f->bin_fd = openat(f->dir_fd, IVER_IMA_BINARY_FILE, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                           0640);
         if (f->bin_fd < 0)
                 return negative_errno();
+        struct stat st;
+        if (fstat(f->bin_fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
         r = read_all(f->bin_fd, &buf, &size);
         if (r < 0)
                 return r;

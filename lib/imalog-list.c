@@ -46,6 +46,10 @@ const IverImaEntry *iver_imalog_get(const IverImaLog *l, size_t i) {
         return l && i < l->n ? l->entries[i] : NULL;
 }
 
+const IverImaEntry *const *iver_imalog_entries(const IverImaLog *l) {
+        return l ? (const IverImaEntry *const *) l->entries : NULL;
+}
+
 static size_t slot_hash(const IverImaEntry *e) {
         uint64_t h;
         memcpy(&h, e->template_digest, sizeof(h));   /* a SHA-1 is uniform enough */

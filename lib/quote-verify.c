@@ -294,8 +294,9 @@ int iver_quote_verify(const char *ak_pem, size_t ak_pem_len,
                                         break;
                                 }
                         }
-                        for (unsigned pcr = 0; pcr < 32 && !(rep.failed & IVER_QUOTE_BAD_REPLAY); pcr++) {
-                                IverDigest values[QUOTE_MAX_BANKS];
+                        if (!(rep.failed & IVER_QUOTE_BAD_REPLAY)) {
+                                /* One point of the list that every quoted PCR holds at once. */
+                                IverPcrValue values[QUOTE_MAX_BANKS * IVER_IMA_PCR_MAX];
                                 size_t nv = 0, off = 0, prefix;
 
                                 for (size_t b = 0; b < a.n_banks; b++) {
@@ -303,25 +304,24 @@ int iver_quote_verify(const char *ak_pem, size_t ak_pem_len,
                                         for (unsigned p = 0; p < 32; p++) {
                                                 if (!(a.pcr_mask[b] & (1u << p)))
                                                         continue;
-                                                if (p == pcr) {
-                                                        values[nv] = (IverDigest) { .algo = a.banks[b], .len = ds };
-                                                        memcpy(values[nv++].bytes, pcrs + off, ds);
+                                                if (p < IVER_IMA_PCR_MAX && nv < ELEMENTSOF(values)) {
+                                                        values[nv] = (IverPcrValue) {
+                                                                .pcr = p, .value = { .algo = a.banks[b], .len = ds } };
+                                                        memcpy(values[nv++].value.bytes, pcrs + off, ds);
                                                 }
                                                 off += ds;
                                         }
                                 }
-                                if (nv == 0)
-                                        continue;
-                                r = iver_imalog_match_prefix(l, pcr, values, nv, &prefix);
+                                r = nv == 0 ? -ENOENT
+                                            : iver_imalog_match_prefix_entries(iver_imalog_entries(l), rep.list_entries,
+                                                                               values, nv, &prefix);
                                 if (r == -ENOMEM)
                                         return r;
-                                if (r < 0) {
+                                if (r < 0)
                                         fail(&rep, IVER_QUOTE_BAD_REPLAY,
-                                             "no prefix of the list (%zu entries) replays to the quoted PCR %u",
-                                             rep.list_entries, pcr);
-                                        break;
-                                }
-                                if (prefix < rep.matched_prefix)
+                                             "no prefix of the list (%zu entries) replays to the quoted PCRs",
+                                             rep.list_entries);
+                                else
                                         rep.matched_prefix = prefix;
                         }
                         if (rep.matched_prefix == SIZE_MAX)

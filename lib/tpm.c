@@ -246,7 +246,7 @@ int iver_tpm_extend(IverTpm *t, unsigned pcr, const IverDigest *digests, size_t 
                 v.digests[i].hashAlg = bank_alg[a];
                 memcpy((uint8_t *) &v.digests[i].digest, digests[i].bytes, digests[i].len);
         }
-        if (seen != t->banks)
+        if (seen == 0)
                 return -EINVAL;
         v.count = n_digests;
         rc = Esys_PCR_Extend(t->esys, ESYS_TR_PCR0 + pcr, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &v);

@@ -396,22 +396,32 @@ static int write_file(const char *dir, const char *name, const void *p, size_t l
 
 int verb_quote(int argc, char *argv[]) {
         const char *nonce = NULL, *out = NULL;
+        json_object *banks = json_object_new_array();
         for (int i = 1; i + 1 < argc; i += 2)
                 if (strcmp(argv[i], "--nonce") == 0)
                         nonce = argv[i + 1];
                 else if (strcmp(argv[i], "--out") == 0)
                         out = argv[i + 1];
+                else if (strcmp(argv[i], "--bank") == 0)
+                        /* sha1, sha256, sha384 or sha512; repeatable; checked by iverd */
+                        json_object_array_add(banks, json_object_new_string(argv[i + 1]));
         if (!nonce || !out) {
-                fprintf(stderr, "iverctl quote: usage: quote --nonce HEX --out DIR\n");
+                fprintf(stderr, "iverctl quote: usage: quote --nonce HEX --out DIR [--bank ALGO]...\n");
+                json_object_put(banks);
                 return IVERCTL_EXIT_USAGE;
         }
         if (mkdir(out, 0755) < 0 && errno != EEXIST) {
                 fprintf(stderr, "iverctl quote: cannot create %s: %s\n", out, strerror(errno));
+                json_object_put(banks);
                 return IVERCTL_EXIT_FAILURE;
         }
         json_object *req = request("quote"), *r;
         json_object_object_add(req, "nonce", json_object_new_string(nonce));
-        int ret = call(req, 0, &r);
+        if (json_object_array_length(banks) > 0)
+                json_object_object_add(req, "banks", banks);
+        else
+                json_object_put(banks);
+        int ret = call(req, 25, &r);
         json_object_put(req);
         if (ret)
                 return ret;

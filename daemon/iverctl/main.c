@@ -22,7 +22,7 @@ static const Verb verbs[] = {
         { "rescan", verb_rescan, "rescan                               walk everything the policy measures" },
         { "settle", verb_settle, "settle [--timeout S]                 wait until nothing is pending" },
         { "reload", verb_reload, "reload                               reload configuration and policy" },
-        { "quote", verb_quote, "quote --nonce HEX --out DIR          TPM quote + list for a verifier" },
+        { "quote", verb_quote, "quote --nonce HEX --out DIR [--bank ALGO]  TPM quote + list for a verifier" },
         { "verify", verb_verify, "verify DIR [--nonce HEX]             verify a quote directory (OpenSSL only)" },
         { "policy", verb_policy, "policy check FILE|DIR                lint a policy" },
         { "policy", verb_policy, "policy export --keylime [--out FILE] Keylime runtime policy from the current list" },

@@ -48,7 +48,9 @@ struct Conn {
         sd_event_source *io, *timer;
         char *buf;
         size_t len;
-        bool waiting;           /* parked: settle */
+        bool waiting;           /* parked: settle, or a reply that comes later (quote) */
+        bool settle;            /* parked for settle */
+        uint64_t id;            /* parked: how a later reply finds it (control_parked) */
         char *out;              /* reply being written */
         size_t out_len, out_off;
 };
@@ -65,6 +67,7 @@ struct Control {
         uint64_t refused, refused_logged, accept_failures;
         uint64_t refusal_logged_at;     /* CLOCK_MONOTONIC usec */
         int fd_limit;                   /* RLIMIT_NOFILE soft limit */
+        uint64_t next_id;
 };
 
 static void conn_free(Conn *c) {
@@ -146,7 +149,8 @@ static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
                 json_object *o = json_object_new_object();
                 json_object_object_add(o, "ok", json_object_new_boolean(0));
                 json_object_object_add(o, "error", json_object_new_string("timeout"));
-                json_object_object_add(o, "settled", json_object_new_boolean(0));
+                if (c->settle)
+                        json_object_object_add(o, "settled", json_object_new_boolean(0));
                 sd_event_source_disable_unref(c->timer);
                 c->timer = NULL;
                 conn_reply(c, o);
@@ -156,12 +160,27 @@ static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int conn_wait_settled(Conn *c, uint64_t timeout_usec) {
+uint64_t conn_park(Conn *c, uint64_t timeout_usec) {
         c->waiting = true;
+        c->id = ++c->control->next_id;
         sd_event_source_disable_unref(c->timer);
         c->timer = NULL;
-        return sd_event_add_time_relative(c->control->m->event, &c->timer, CLOCK_MONOTONIC, timeout_usec, 0,
-                                          on_conn_timeout, c);
+        if (sd_event_add_time_relative(c->control->m->event, &c->timer, CLOCK_MONOTONIC, timeout_usec, 0,
+                                       on_conn_timeout, c) < 0)
+                return 0;
+        return c->id;
+}
+
+Conn *control_parked(Control *ctl, uint64_t id) {
+        for (Conn *c = ctl ? ctl->conns : NULL; c; c = c->next)
+                if (c->waiting && c->id == id)
+                        return c;
+        return NULL;
+}
+
+int conn_wait_settled(Conn *c, uint64_t timeout_usec) {
+        c->settle = true;
+        return conn_park(c, timeout_usec) ? 0 : -ENOMEM;
 }
 
 void control_settled(Control *ctl) {
@@ -169,7 +188,7 @@ void control_settled(Control *ctl) {
                 return;
         for (Conn *c = ctl->conns, *next; c; c = next) {
                 next = c->next;
-                if (!c->waiting)
+                if (!c->waiting || !c->settle)
                         continue;
                 json_object *o = json_object_new_object();
                 json_object_object_add(o, "ok", json_object_new_boolean(1));

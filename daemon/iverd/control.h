@@ -29,6 +29,11 @@ const struct ucred *conn_peer(const Conn *c);
 void conn_reply(Conn *c, json_object *reply);   /* takes ownership; closes after sending */
 /* Park the connection until settled or timeout_usec passes. */
 int conn_wait_settled(Conn *c, uint64_t timeout_usec);
+/* Park the connection for a reply a verb sends later with conn_reply(): its
+ * id (0 on failure) finds it again with control_parked(), NULL once the peer
+ * hung up or timeout_usec passed (then it got {"error":"timeout"}). */
+uint64_t conn_park(Conn *c, uint64_t timeout_usec);
+Conn *control_parked(Control *ctl, uint64_t id);
 
 /* The verbs (verbs.c). A handler either returns a reply object (sent at
  * once) or NULL after parking the connection. */

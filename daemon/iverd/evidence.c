@@ -1,49 +1,41 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The measurement list (write-ahead) and the in-order TPM extend queue. */
+/* The measurement list (write-ahead, group commit) and the per-file churn
+ * limit, on the event loop; the extend cursor lives with the TPM thread, which
+ * gets each entry once it is durable. Calls go one way: checker.c, verbs.c →
+ * evidence.c / evidence-tpm.c → tpm-thread.c → tpm-ops.c → lib/tpm.c; the
+ * thread answers through an eventfd (evidence-tpm.c).
+ *
+ * Group commit: entries are staged and written with one write and one
+ * fdatasync when 1,000 are staged or 10 ms after the first, and only then
+ * handed to the TPM thread: no PCR ever holds an entry the list on disk
+ * lacks. When the list cannot be written the evidence is marked broken: the
+ * TPM thread extends all-0xFF (no list entry) into every PCR the list uses, so
+ * no quote verifies again until the operator restarts with a fresh list. */
 #include <errno.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <time.h>
 
-#include "evidence.h"
+#include "churn.h"
+#include "evidence-internal.h"
 #include "iver/imalog.h"
-#include "iver/tpm.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "tpm-thread.h"
 
-#define EXTEND_BATCH 64
-#define RECONNECT_USEC (2ULL * 1000000ULL)
-#define STAGE_MAX 256
-#define HEALTH_USEC (1ULL * 1000000ULL)
+#define GROUP_MAX 1000
+#define GROUP_USEC (10ULL * 1000ULL)
 #define RELIST_USEC (5ULL * 1000000ULL)
+#define CHURN_TICK_USEC (1ULL * 1000000ULL)
 #define KERNEL_IMA_LIST "/sys/kernel/security/ima/ascii_runtime_measurements"
 
-struct Evidence {
-        Manager *m;
-        unsigned pcr;
-        IverImaFile *file;
-        IverImaLog *log;
-        IverTpm *tpm;
-        size_t extended;           /* entries of the list already in the PCR */
-        bool desynced;             /* no prefix of the list matches the PCR */
-        bool list_failing;         /* last append failed: nothing is extended that is not in the list */
-        uint64_t list_failures, extend_failures, duplicates;
-        int last_list_error;
-        IverDigest expected;       /* what PCR pcr's sha256 bank should hold after `extended` entries */
-        bool expected_valid;
-        uint64_t resets_seen;
-        sd_event_source *drain, *retry, *relist, *health;
-        /* entries of this loop iteration, written with one fdatasync (evidence_flush) */
-        IverImaEntry *staged[STAGE_MAX];
-        size_t n_staged;
-};
-
-static int on_drain(sd_event_source *s, void *userdata);
-static int on_health(sd_event_source *s, uint64_t usec, void *userdata);
-static int on_relist(sd_event_source *s, uint64_t usec, void *userdata);
+uint64_t evidence_now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
 
 /* PCR 10 is kernel IMA's: take it only where the kernel keeps no list of its own. */
 static int choose_pcr(int configured, unsigned *ret) {
@@ -66,211 +58,26 @@ static int choose_pcr(int configured, unsigned *ret) {
         return 0;
 }
 
-static void sync_with_pcr(Evidence *e) {
-        unsigned banks = iver_tpm_banks(e->tpm);
-        IverDigest values[_IVER_HASH_MAX];
-        size_t n = 0, prefix = 0;
-        for (int b = 0; b < _IVER_HASH_MAX; b++)
-                if (banks & IVER_TPM_BANK(b)) {
-                        if (iver_tpm_pcr_read(e->tpm, e->pcr, (IverHashAlgo) b, &values[n]) < 0) {
-                                log_warning("Cannot read PCR %u: %s", e->pcr, iver_tpm_last_error(e->tpm));
-                                return;
-                        }
-                        n++;
-                }
-        int r = iver_imalog_match_prefix(e->log, e->pcr, values, n, &prefix);
-        if (r < 0) {
-                e->desynced = true;
-                log_error("Measurement list and PCR %u are out of sync (no prefix of the %zu entries replays to it): "
-                          "not extending; status reports 'desynced'",
-                          e->pcr, iver_imalog_size(e->log));
-                return;
-        }
-        e->desynced = false;
-        e->extended = prefix;
-        e->expected_valid = iver_imalog_replay(e->log, prefix, e->pcr, IVER_HASH_SHA256, &e->expected) >= 0;
-        if (prefix < iver_imalog_size(e->log))
-                log_notice("PCR %u holds %zu of %zu list entries: extending the rest", e->pcr, prefix,
-                           iver_imalog_size(e->log));
-}
-
-static int try_connect(Evidence *e) {
-        if (!e->tpm || iver_tpm_is_none(e->tpm) || iver_tpm_is_connected(e->tpm))
-                return 0;
-        int r = iver_tpm_connect(e->tpm);
-        if (r < 0)
-                return r;
-        log_info("Connected to the TPM: banks 0x%x, PCR %u", iver_tpm_banks(e->tpm), e->pcr);
-        sync_with_pcr(e);
-        return 0;
-}
-
-static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+static void recheck_path(const char *path, void *userdata) {
         Evidence *e = userdata;
-        if (try_connect(e) < 0) {
-                (void) sd_event_source_set_time_relative(s, RECONNECT_USEC);
-                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-                return 0;
-        }
-        (void) sd_event_source_set_enabled(e->drain, SD_EVENT_ONESHOT);
-        return 0;
+        /* the cache holds a version that was not listed: hash again */
+        iver_check_invalidate(e->m->ctx, path);
+        manager_queue(e->m, path);
 }
 
-int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
-        Evidence *e = calloc(1, sizeof(*e));
-        size_t truncated = 0;
-        int r;
-
-        if (!e)
-                return -ENOMEM;
-        e->m = m;
-        r = choose_pcr(conf->pcr, &e->pcr);
-        if (r < 0)
-                goto fail;
-        r = iver_imalog_file_open(conf->runtime_directory, &e->file, &e->log, &truncated);
-        if (r < 0) {
-                log_error_errno(r, "Cannot open the measurement list in %s: %m", conf->runtime_directory);
-                goto fail;
-        }
-        if (truncated)
-                log_warning("Measurement list ended in a torn record (%zu bytes, from a crash): cut back to the last complete entry",
-                            truncated);
-        r = iver_tpm_new(conf->tpm_tcti ?: "none", &e->tpm);
-        if (r < 0) {
-                log_error_errno(r, "Bad TPM setting '%s': %m", conf->tpm_tcti ?: "none");
-                goto fail;
-        }
-        if ((r = sd_event_add_time_relative(m->event, &e->health, CLOCK_MONOTONIC, HEALTH_USEC, 0, on_health, e)) < 0 ||
-            (r = sd_event_add_time_relative(m->event, &e->relist, CLOCK_MONOTONIC, RELIST_USEC, 0, on_relist, e)) < 0 ||
-            (r = sd_event_add_defer(m->event, &e->drain, on_drain, e)) < 0 ||
-            (r = sd_event_add_time_relative(m->event, &e->retry, CLOCK_MONOTONIC, RECONNECT_USEC, 0, on_retry, e)) < 0)
-                goto fail;
-        (void) sd_event_source_set_enabled(e->retry, SD_EVENT_OFF);
-        (void) sd_event_source_set_enabled(e->relist, SD_EVENT_OFF);
-        if (iver_tpm_is_none(e->tpm))
-                log_notice("No TPM configured: measurements go to the list only");
-        else if (try_connect(e) < 0) {
-                log_warning("TPM %s not available (%s): measuring and listing anyway, extends wait", conf->tpm_tcti,
-                            iver_tpm_last_error(e->tpm));
-                (void) sd_event_source_set_enabled(e->retry, SD_EVENT_ONESHOT);
-        }
-        (void) sd_event_source_set_enabled(e->drain, SD_EVENT_ONESHOT);
-        *ret = e;
-        return 0;
-fail:
-        evidence_free(e);
-        return r;
-}
-
-Evidence *evidence_free(Evidence *e) {
-        if (!e)
-                return NULL;
-        (void) evidence_flush(e);
-        sd_event_source_disable_unref(e->drain);
-        sd_event_source_disable_unref(e->retry);
-        sd_event_source_disable_unref(e->relist);
-        sd_event_source_disable_unref(e->health);
-        iver_tpm_free(e->tpm);
-        iver_imalog_file_free(e->file);
-        iver_imalog_free(e->log);
-        free(e);
-        return NULL;
-}
-
-bool evidence_pending(const Evidence *e) {
-        return e->n_staged > 0 || (!iver_tpm_is_none(e->tpm) && iver_tpm_is_connected(e->tpm) && !e->desynced &&
-               e->extended < iver_imalog_size(e->log));
-}
-
-static int extend_one(Evidence *e, const IverImaEntry *ent) {
-        IverDigest d[_IVER_HASH_MAX];
-        size_t n = 0;
-        unsigned banks = iver_tpm_banks(e->tpm);
-        for (int b = 0; b < _IVER_HASH_MAX; b++)
-                if (banks & IVER_TPM_BANK(b)) {
-                        int r = iver_imalog_entry_bank_digest(ent, (IverHashAlgo) b, &d[n]);
-                        if (r < 0)
-                                return r;
-                        n++;
-                }
-        return iver_tpm_extend(e->tpm, ent->pcr, d, n);
-}
-
-/* Keep the expected sha256 value of our PCR in step with the extends, so a
- * one-PCR read can tell whether the TPM was reset (or someone else extended
- * it) behind a live connection. */
-static void advance_expected(Evidence *e, const IverImaEntry *ent) {
-        IverDigest d;
-        uint8_t buf[64];
-        unsigned len = 0;
-        if (!e->expected_valid || ent->pcr != e->pcr)
-                return;
-        if (iver_imalog_entry_bank_digest(ent, IVER_HASH_SHA256, &d) < 0 || d.len != 32) {
-                e->expected_valid = false;
-                return;
-        }
-        memcpy(buf, e->expected.bytes, 32);
-        memcpy(buf + 32, d.bytes, 32);
-        if (EVP_Digest(buf, sizeof(buf), e->expected.bytes, &len, EVP_sha256(), NULL) != 1)
-                e->expected_valid = false;
-}
-
-/* Read our PCR; if it is not what the extends so far should give, find
- * again how far the PCR got (sync_with_pcr) and extend the rest. */
-static void check_pcr(Evidence *e) {
-        IverDigest now;
-        if (iver_tpm_is_none(e->tpm) || !iver_tpm_is_connected(e->tpm) || e->desynced || !e->expected_valid ||
-            !(iver_tpm_banks(e->tpm) & IVER_TPM_BANK(IVER_HASH_SHA256)))
-                return;
-        if (iver_tpm_pcr_read(e->tpm, e->pcr, IVER_HASH_SHA256, &now) < 0 || now.len != 32)
-                return;
-        if (memcmp(now.bytes, e->expected.bytes, 32) == 0)
-                return;
-        e->resets_seen++;
-        log_warning("PCR %u does not hold what iverd extended (TPM reset, or another extender): resyncing", e->pcr);
-        sync_with_pcr(e);
-        (void) sd_event_source_set_enabled(e->drain, SD_EVENT_ONESHOT);
-}
-
-static int on_health(sd_event_source *s, uint64_t usec, void *userdata) {
+static int on_churn_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Evidence *e = userdata;
-        check_pcr(e);
-        (void) sd_event_source_set_time_relative(s, HEALTH_USEC);
+        (void) churn_due(e->churn, evidence_now_usec(), recheck_path, e);
+        (void) sd_event_source_set_time_relative(s, CHURN_TICK_USEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
 }
 
-static int on_drain(sd_event_source *s, void *userdata) {
-        Evidence *e = userdata;
-        if (iver_tpm_is_none(e->tpm) || !iver_tpm_is_connected(e->tpm) || e->desynced)
-                return 0;
-        for (unsigned i = 0; i < EXTEND_BATCH && e->extended < iver_imalog_size(e->log); i++) {
-                int r = extend_one(e, iver_imalog_get(e->log, e->extended));
-                if (r < 0) {
-                        e->extend_failures++;
-                        log_warning("TPM extend failed (%s): reconnecting; %zu extends pending",
-                                    iver_tpm_last_error(e->tpm), iver_imalog_size(e->log) - e->extended);
-                        iver_tpm_disconnect(e->tpm);
-                        (void) sd_event_source_set_time_relative(e->retry, RECONNECT_USEC);
-                        (void) sd_event_source_set_enabled(e->retry, SD_EVENT_ONESHOT);
-                        return 0;
-                }
-                advance_expected(e, iver_imalog_get(e->log, e->extended));
-                e->extended++;
-        }
-        if (e->extended < iver_imalog_size(e->log))
-                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        else
-                manager_maybe_settled(e->m);
-        return 0;
-}
+static int commit(Evidence *e);
 
-static bool staged_contains(const Evidence *e, const IverImaEntry *ent) {
-        for (size_t i = 0; i < e->n_staged; i++)
-                if (e->staged[i]->pcr == ent->pcr && !ent->violation &&
-                    memcmp(e->staged[i]->template_digest, ent->template_digest, IVER_IMA_TEMPLATE_DIGEST_SIZE) == 0)
-                        return true;
-        return false;
+static int on_commit(sd_event_source *s, uint64_t usec, void *userdata) {
+        (void) commit(userdata);
+        return 0;
 }
 
 /* While the list cannot be written, measured files are marked stale and a
@@ -286,10 +93,120 @@ static int on_relist(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int evidence_flush(Evidence *e) {
+int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
+        Evidence *e = calloc(1, sizeof(*e));
+        size_t truncated = 0;
+        int r;
+
+        if (!e)
+                return -ENOMEM;
+        e->m = m;
+        e->staged = calloc(GROUP_MAX, sizeof(*e->staged));
+        if (!e->staged || churn_new(&e->churn) < 0) {
+                r = log_error_errno(-ENOMEM, "Cannot set up the measurement list: %m");
+                goto fail;
+        }
+        r = choose_pcr(conf->pcr, &e->pcr);
+        if (r < 0)
+                goto fail;
+        r = iver_imalog_file_open(conf->runtime_directory, &e->file, &e->log, &truncated);
+        if (r < 0) {
+                log_error_errno(r, "Cannot open the measurement list in %s: %m", conf->runtime_directory);
+                goto fail;
+        }
+        if (truncated)
+                log_warning("Measurement list ended in a torn record (%zu bytes, from a crash): cut back to the last complete entry",
+                            truncated);
+        if ((r = sd_event_add_time_relative(m->event, &e->relist, CLOCK_MONOTONIC, RELIST_USEC, 0, on_relist, e)) < 0 ||
+            (r = sd_event_add_time_relative(m->event, &e->commit, CLOCK_MONOTONIC, GROUP_USEC, 0, on_commit, e)) < 0 ||
+            (r = sd_event_add_time_relative(m->event, &e->churn_timer, CLOCK_MONOTONIC, CHURN_TICK_USEC, 0,
+                                            on_churn_tick, e)) < 0) {
+                log_error_errno(r, "Cannot set up the measurement list timers: %m");
+                goto fail;
+        }
+        (void) sd_event_source_set_enabled(e->relist, SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(e->commit, SD_EVENT_OFF);
+        e->tpm_none = !conf->tpm_tcti || strcmp(conf->tpm_tcti, "none") == 0;
+        if (e->tpm_none) {
+                log_notice("No TPM configured: measurements go to the list only");
+                *ret = e;
+                return 0;
+        }
+        /* lib/tpm.c sets this on connect; set it here, before any thread reads the environment */
+        (void) setenv("TSS2_LOG", "all+none", 0);
+        r = tpm_thread_new(conf->tpm_tcti, conf->banks, e->pcr, iver_imalog_entries(e->log), iver_imalog_size(e->log),
+                           &e->tpm);
+        if (r < 0) {
+                log_error_errno(r, "Cannot start the TPM thread for '%s': %m", conf->tpm_tcti);
+                goto fail;
+        }
+        r = sd_event_add_io(m->event, &e->tpm_io, tpm_thread_fd(e->tpm), EPOLLIN, evidence_on_tpm, e);
+        if (r < 0) {
+                log_error_errno(r, "Cannot set up the TPM thread: %m");
+                goto fail;
+        }
+        *ret = e;
+        return 0;
+fail:
+        evidence_free(e);
+        return r;
+}
+
+Evidence *evidence_free(Evidence *e) {
+        if (!e)
+                return NULL;
+        (void) commit(e);
+        while (e->quotes)
+                evidence_answer_quote(e, e->quotes, NULL, "iverd is stopping");
+        sd_event_source_disable_unref(e->tpm_io);
+        /* joins the thread, which reads the entries of e->log (if it is stuck
+         * in a hung TPM, the entries stay: the process is ending) */
+        e->tpm = tpm_thread_free(e->tpm);
+        if (e->tpm)
+                log_warning("The TPM thread is stuck in a TPM command: leaving it behind");
+        sd_event_source_disable_unref(e->commit);
+        sd_event_source_disable_unref(e->relist);
+        sd_event_source_disable_unref(e->churn_timer);
+        iver_imalog_file_free(e->file);
+        if (!e->tpm)
+                iver_imalog_free(e->log);
+        for (size_t i = 0; i < e->n_staged; i++)
+                iver_imalog_entry_free(e->staged[i]);
+        free(e->staged);
+        churn_free(e->churn);
+        free(e);
+        return NULL;
+}
+
+bool evidence_pending(const Evidence *e) {
+        if (e->n_staged > 0)
+                return true;
+        if (!e->tpm)
+                return false;
+        TpmThreadState st;
+        tpm_thread_state(e->tpm, &st);
+        return st.connected && !st.desynced && st.extended < st.queued;
+}
+
+/* The broken-evidence value: from now on no quote verifies. */
+static void evidence_break(Evidence *e, int error) {
+        char detail[256];
+        if (e->broken)
+                return;
+        e->broken = true;
+        snprintf(detail, sizeof(detail), "measurement list not writable (%s): evidence marked broken", strerror(-error));
+        log_error("Measurement list cannot be written (%s): %s; restart iverd with a fresh list (and a reset PCR) to recover",
+                  strerror(-error), e->tpm ? "extending the broken-evidence value into the PCRs" : "no TPM to mark");
+        log_audit("evidence-broken", detail, false);
+        if (e->tpm)
+                tpm_thread_poison(e->tpm);
+}
+
+static int commit(Evidence *e) {
         if (!e || e->n_staged == 0)
                 return 0;
-        /* write-ahead: on disk (one fdatasync for the batch) before any can reach the PCR */
+        (void) sd_event_source_set_enabled(e->commit, SD_EVENT_OFF);
+        /* write-ahead: on disk (one fdatasync for the group) before any can reach the PCR */
         int r = iver_imalog_file_append_many(e->file, (const IverImaEntry *const *) e->staged, e->n_staged);
         if (r < 0) {
                 e->list_failures += e->n_staged;
@@ -297,6 +214,7 @@ int evidence_flush(Evidence *e) {
                 if (!e->list_failing)
                         log_error_errno(r, "Cannot append to the measurement list: %m; not extending until it works again");
                 e->list_failing = true;
+                evidence_break(e, r);
                 for (size_t i = 0; i < e->n_staged; i++) {
                         iver_check_invalidate(e->m->ctx, e->staged[i]->path);
                         iver_imalog_entry_free(e->staged[i]);
@@ -304,26 +222,60 @@ int evidence_flush(Evidence *e) {
                 e->n_staged = 0;
                 (void) sd_event_source_set_time_relative(e->relist, RELIST_USEC);
                 (void) sd_event_source_set_enabled(e->relist, SD_EVENT_ONESHOT);
+                manager_maybe_settled(e->m);
                 return r;
         }
+        e->commits++;
         if (e->list_failing) {
                 /* The entries dropped while failing belong to files marked
-                 * stale: look at them now. The relist timer rescans only while
-                 * the list is failing, and a smaller batch that fits (a nearly
-                 * full directory) clears list_failing before it fires. */
+                 * stale: look at them now. */
                 log_notice("Measurement list writable again: re-checking what could not be listed");
                 e->list_failing = false;
                 (void) manager_rescan(e->m);
         }
+        size_t first = iver_imalog_size(e->log), pushed = 0;
         for (size_t i = 0; i < e->n_staged; i++)
                 if (iver_imalog_push(e->log, e->staged[i]) < 0) {
                         /* on disk but not in memory: the restart path reads it back */
                         iver_imalog_entry_free(e->staged[i]);
                         log_error("Out of memory holding the measurement list; restart iverd to resync");
-                }
+                } else
+                        pushed++;
         e->n_staged = 0;
-        (void) sd_event_source_set_enabled(e->drain, SD_EVENT_ONESHOT);
+        if (e->tpm && pushed > 0 &&
+            tpm_thread_push(e->tpm, iver_imalog_entries(e->log) + first, pushed) < 0)
+                log_error("Out of memory queueing extends; restart iverd to resync");
+        manager_maybe_settled(e->m);
         return 0;
+}
+
+int evidence_flush(Evidence *e) {
+        if (!e || e->n_staged == 0)
+                return 0;
+        if (e->n_staged >= GROUP_MAX)
+                return commit(e);
+        int enabled = SD_EVENT_OFF;
+        (void) sd_event_source_get_enabled(e->commit, &enabled);
+        if (enabled == SD_EVENT_OFF) {
+                (void) sd_event_source_set_time_relative(e->commit, GROUP_USEC);
+                (void) sd_event_source_set_enabled(e->commit, SD_EVENT_ONESHOT);
+        }
+        return 0;
+}
+
+static bool staged_contains(const Evidence *e, const IverImaEntry *ent) {
+        for (size_t i = e->n_staged; i > 0; i--)
+                if (e->staged[i - 1]->pcr == ent->pcr && !ent->violation &&
+                    memcmp(e->staged[i - 1]->template_digest, ent->template_digest, IVER_IMA_TEMPLATE_DIGEST_SIZE) == 0)
+                        return true;
+        return false;
+}
+
+static int stage(Evidence *e, IverImaEntry *ent) {
+        if (e->n_staged == GROUP_MAX)
+                (void) commit(e);
+        e->staged[e->n_staged++] = ent;
+        return evidence_flush(e);
 }
 
 int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
@@ -332,8 +284,8 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
         IverImaTemplate t = d && d->template_ >= 0 ? d->template_ : IVER_IMA_TEMPLATE_NG;
         unsigned pcr = d && d->pcr >= 0 ? (unsigned) d->pcr : e->pcr;
         int r = iver_imalog_entry_new(t, pcr, o->digest.algo, o->digest.bytes, o->digest.len, path, strlen(path),
-                                      t == IVER_IMA_TEMPLATE_SIG ? sig : NULL, t == IVER_IMA_TEMPLATE_SIG ? sig_len : 0,
-                                      0 /* kernel form of the name */, &ent);
+                                      t == IVER_IMA_TEMPLATE_SIG ? sig : NULL, t == IVER_IMA_TEMPLATE_SIG ? sig_len : 0, 0,
+                                      &ent);
         if (r < 0)
                 return log_error_errno(r, "Cannot build a list entry for %s: %m", path);
         if (iver_imalog_contains(e->log, ent) || staged_contains(e, ent)) {
@@ -341,157 +293,34 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
                 iver_imalog_entry_free(ent);
                 return 0;
         }
-        if (e->n_staged == STAGE_MAX)
-                (void) evidence_flush(e);
-        e->staged[e->n_staged++] = ent;
-        return 0;
+        switch (churn_note(e->churn, path, evidence_now_usec())) {
+        case CHURN_LIST:
+                break;
+        case CHURN_LIMIT:
+                iver_imalog_entry_free(ent);
+                iver_check_invalidate(e->m->ctx, path);
+                e->rate_limited++;
+                char why[160];
+                snprintf(why, sizeof(why), "churn: more than %d new versions in %llu s; not listed again until a backoff ends",
+                         CHURN_MAX_VERSIONS, (unsigned long long) (CHURN_WINDOW_USEC / 1000000ULL));
+                log_violation(path, why);
+                return evidence_record_violation(e, path, d, o->digest.algo);
+        case CHURN_SUPPRESS:
+                iver_imalog_entry_free(ent);
+                iver_check_invalidate(e->m->ctx, path);
+                e->rate_limited++;
+                return 0;
+        }
+        return stage(e, ent);
 }
 
 int evidence_record_violation(Evidence *e, const char *path, const IverPolicyDecision *d, IverHashAlgo algo) {
         IverImaEntry *ent = NULL;
         IverImaTemplate t = d && d->template_ >= 0 ? d->template_ : IVER_IMA_TEMPLATE_NG;
         unsigned pcr = d && d->pcr >= 0 ? (unsigned) d->pcr : e->pcr;
-        int r = iver_imalog_entry_new_violation(t, pcr, algo, path, strlen(path), 0 /* kernel form */, &ent);
+        int r = iver_imalog_entry_new_violation(t, pcr, algo, path, strlen(path), 0, &ent);
         if (r < 0)
                 return log_error_errno(r, "Cannot build a violation entry for %s: %m", path);
         /* never deduplicated: the kernel records every violation */
-        if (e->n_staged == STAGE_MAX)
-                (void) evidence_flush(e);
-        e->staged[e->n_staged++] = ent;
-        return 0;
-}
-
-void evidence_status(const Evidence *e, json_object *o) {
-        if (!e)
-                return;
-        const char *tpm = iver_tpm_is_none(e->tpm)        ? "none"
-                          : iver_tpm_is_connected(e->tpm) ? "connected"
-                                                          : "unavailable";
-        json_object_object_add(o, "tpm", json_object_new_string(tpm));
-        if (!iver_tpm_is_none(e->tpm) && !iver_tpm_is_connected(e->tpm) && iver_tpm_last_error(e->tpm))
-                json_object_object_add(o, "tpm_error", json_object_new_string(iver_tpm_last_error(e->tpm)));
-        json_object_object_add(o, "pcr", json_object_new_int((int) e->pcr));
-        json_object_object_add(o, "list_length", json_object_new_uint64(iver_imalog_size(e->log)));
-        json_object_object_add(o, "pending_extends",
-                               json_object_new_uint64(iver_tpm_is_none(e->tpm) ? 0 : iver_imalog_size(e->log) - e->extended));
-        json_object_object_add(o, "desynced", json_object_new_boolean(e->desynced));
-        json_object_object_add(o, "list_failing", json_object_new_boolean(e->list_failing));
-        json_object_object_add(o, "list_failures", json_object_new_uint64(e->list_failures));
-        json_object_object_add(o, "extend_failures", json_object_new_uint64(e->extend_failures));
-        json_object_object_add(o, "pcr_resyncs", json_object_new_uint64(e->resets_seen));
-}
-
-static json_object *base64(const uint8_t *p, size_t len) {
-        char *out = malloc(4 * ((len + 2) / 3) + 1);
-        if (!out)
-                return NULL;
-        int n = EVP_EncodeBlock((unsigned char *) out, p, (int) len);
-        json_object *s = json_object_new_string_len(out, n);
-        free(out);
-        return s;
-}
-
-static int list_binary(const Evidence *e, uint8_t **ret, size_t *ret_len) {
-        size_t total = 0, n = iver_imalog_size(e->log);
-        for (size_t i = 0; i < n; i++)
-                total += iver_imalog_entry_binary_size(iver_imalog_get(e->log, i));
-        uint8_t *buf = malloc(total + 1);
-        if (!buf)
-                return -ENOMEM;
-        size_t off = 0;
-        for (size_t i = 0; i < n; i++) {
-                const IverImaEntry *ent = iver_imalog_get(e->log, i);
-                size_t sz = iver_imalog_entry_binary_size(ent);
-                int r = iver_imalog_entry_to_binary(ent, buf + off, sz);
-                if (r < 0) {
-                        free(buf);
-                        return r;
-                }
-                off += sz;
-        }
-        *ret = buf;
-        *ret_len = off;
-        return 0;
-}
-
-int evidence_log(const Evidence *e, json_object *req, json_object *reply) {
-        json_object *v;
-        bool binary = json_object_object_get_ex(req, "format", &v) && json_object_is_type(v, json_type_string) &&
-                      strcmp(json_object_get_string(v), "binary") == 0;
-        if (binary) {
-                _cleanup_free_ uint8_t *buf = NULL;
-                size_t len;
-                int r = list_binary(e, &buf, &len);
-                if (r < 0)
-                        return r;
-                json_object_object_add(reply, "binary", base64(buf, len));
-                return 0;
-        }
-        json_object *a = json_object_new_array();
-        for (size_t i = 0; i < iver_imalog_size(e->log); i++) {
-                char *line = NULL;
-                size_t len;
-                if (iver_imalog_entry_to_ascii(iver_imalog_get(e->log, i), &line, &len) < 0)
-                        continue;
-                json_object_array_add(a, json_object_new_string_len(line, (int) len));
-                free(line);
-        }
-        json_object_object_add(reply, "ascii", a);
-        return 0;
-}
-
-void evidence_entries_for(const Evidence *e, const char *path, json_object *array) {
-        for (size_t i = 0; i < iver_imalog_size(e->log); i++) {
-                const IverImaEntry *ent = iver_imalog_get(e->log, i);
-                char *line = NULL;
-                size_t len;
-                if (!iver_imalog_entry_names(ent, path, strlen(path)) || iver_imalog_entry_to_ascii(ent, &line, &len) < 0)
-                        continue;
-                json_object *o = json_object_new_object();
-                json_object_object_add(o, "index", json_object_new_uint64(i));
-                json_object_object_add(o, "line", json_object_new_string_len(line, (int) (len && line[len - 1] == '\n' ? len - 1 : len)));
-                json_object_object_add(o, "extended", json_object_new_boolean(i < e->extended));
-                json_object_array_add(array, o);
-                free(line);
-        }
-}
-
-int evidence_quote(Evidence *e, json_object *req, json_object *reply, char **ret_error) {
-        json_object *v;
-        uint8_t nonce[64];
-        size_t nonce_len;
-        if (!json_object_object_get_ex(req, "nonce", &v) || !json_object_is_type(v, json_type_string) ||
-            iver_hex_decode(json_object_get_string(v), strlen(json_object_get_string(v)), nonce, sizeof(nonce), &nonce_len) < 0 || nonce_len == 0) {
-                *ret_error = strdup("nonce must be 1..64 bytes as hex");
-                return -EINVAL;
-        }
-        if (iver_tpm_is_none(e->tpm) || !iver_tpm_is_connected(e->tpm)) {
-                *ret_error = strdup(iver_tpm_is_none(e->tpm) ? "no TPM configured" : "TPM not available");
-                return -ENODEV;
-        }
-        check_pcr(e);
-        if (evidence_pending(e)) {
-                *ret_error = strdup("the PCR is being brought up to date with the list (TPM reset?); settle and retry");
-                return -EAGAIN;
-        }
-        unsigned banks = iver_tpm_banks(e->tpm) & (IVER_TPM_BANK(IVER_HASH_SHA1) | IVER_TPM_BANK(IVER_HASH_SHA256));
-        _cleanup_(iver_tpm_quote_freep) IverTpmQuote *q = NULL;
-        int r = iver_tpm_quote(e->tpm, 1u << e->pcr, banks, nonce, nonce_len, &q);
-        if (r < 0) {
-                *ret_error = strdup(iver_tpm_last_error(e->tpm) ?: "quote failed");
-                return r;
-        }
-        _cleanup_free_ uint8_t *list = NULL;
-        size_t list_len;
-        r = list_binary(e, &list, &list_len);
-        if (r < 0)
-                return r;
-        json_object_object_add(reply, "msg", base64(q->msg, q->msg_len));
-        json_object_object_add(reply, "sig", base64(q->sig, q->sig_len));
-        json_object_object_add(reply, "pcrs", base64(q->pcrs, q->pcrs_len));
-        json_object_object_add(reply, "ak_pem", json_object_new_string_len(q->ak_pem, (int) q->ak_pem_len));
-        json_object_object_add(reply, "selection", json_object_new_string(q->selection));
-        json_object_object_add(reply, "list", base64(list, list_len));
-        json_object_object_add(reply, "pcr", json_object_new_int((int) e->pcr));
-        return 0;
+        return stage(e, ent);
 }

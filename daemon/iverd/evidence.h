@@ -5,14 +5,17 @@
 
 #include "iver/check.h"
 #include "iver/conf.h"
+#include "iver/imalog.h"
 #include "iver/policy.h"
+#include "iver/tpm.h"
 
 typedef struct Manager Manager;
 typedef struct Evidence Evidence;
 
-/* The measurement list (write-ahead, in the runtime directory) and the TPM
- * extend queue. Entries are appended and flushed before they are extended;
- * extends drain in list order and never block the loop for long. */
+/* The measurement list (write-ahead, in the runtime directory) and its extend
+ * cursor, on the event loop; the TPM calls run on the TPM thread
+ * (tpm-thread.h). Entries are written (group commit: one fdatasync per 10 ms
+ * or 1,000 entries) before they are extended; extends run in list order. */
 int evidence_new(Manager *m, const IverConf *conf, Evidence **ret);
 Evidence *evidence_free(Evidence *e);
 /* A new measurement of path: stage a list entry (dedup by template digest);
@@ -26,16 +29,28 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
  * into the entry, as in the kernel. d: the deciding measure rule (pcr=,
  * template=), or NULL; algo: the d-ng algorithm name recorded. */
 int evidence_record_violation(Evidence *e, const char *path, const IverPolicyDecision *d, IverHashAlgo algo);
-/* Write what evidence_record() staged: one write and one fdatasync for the
- * batch, then the entries join the list and may be extended. */
+/* Have what evidence_record() staged written soon: at once when 1,000 are
+ * staged, else within 10 ms of the first (one write and one fdatasync for the
+ * group); then the entries join the list and may be extended. A file with
+ * more than 32 new versions a minute is rate limited (churn.h): recorded
+ * once as a violation, re-checked after a backoff. */
 int evidence_flush(Evidence *e);
 /* Whether extends are still waiting for the TPM. */
 bool evidence_pending(const Evidence *e);
-/* status fields: tpm, pcr, list_length, pending_extends… */
+/* status fields: tpm, pcr, banks, list_length, pending_extends,
+ * evidence_broken… (never waits for the TPM) */
 void evidence_status(const Evidence *e, json_object *o);
-/* log verb: the list in ascii or base64 binary. */
-int evidence_log(const Evidence *e, json_object *req, json_object *reply);
+/* The list as written (for the log and quote verbs). */
+const IverImaLog *evidence_list(const Evidence *e);
+unsigned evidence_pcr(const Evidence *e);
 /* The list entries recorded for path (ASCII lines), appended to array. */
 void evidence_entries_for(const Evidence *e, const char *path, json_object *array);
-/* quote verb: nonce + out dir → quote files. */
-int evidence_quote(Evidence *e, json_object *req, json_object *reply, char **ret_error);
+/* A quote over every PCR the list uses in the banks of bank_mask
+ * (IVER_TPM_BANK mask, 0: every bank iverd extends), made by the TPM thread.
+ * 0: done(userdata, quote, NULL) or done(userdata, NULL, error) is called
+ * later from the loop (within 15 s: "TPM busy" on timeout; also when iverd
+ * stops). < 0: refused now, *ret_error says why if not NULL ("TPM
+ * unavailable", "no TPM configured"). */
+typedef void (*EvidenceQuoteDone)(void *userdata, const IverTpmQuote *quote, const char *error);
+int evidence_quote(Evidence *e, const uint8_t *nonce, size_t nonce_len, unsigned bank_mask, EvidenceQuoteDone done,
+                   void *userdata, const char **ret_error);

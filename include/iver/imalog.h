@@ -173,6 +173,8 @@ static inline void iver_imalog_freep(IverImaLog **l) {
 
 size_t iver_imalog_size(const IverImaLog *l);
 const IverImaEntry *iver_imalog_get(const IverImaLog *l, size_t i);
+/* All entries in order (iver_imalog_size() of them); valid until the next push. */
+const IverImaEntry *const *iver_imalog_entries(const IverImaLog *l);
 /* Whether an entry with e's template digest for e's PCR is in the list.
  * Violations are never "contained" (the kernel records each one). */
 bool iver_imalog_contains(const IverImaLog *l, const IverImaEntry *e);
@@ -218,7 +220,9 @@ int iver_imalog_save(const IverImaLog *l, const char *path, IverImaFormat format
  * write-ahead) and its ASCII twin in dir. */
 typedef struct IverImaFile IverImaFile;
 
-/* Open (creating the files, mode 0640, in the existing dir if missing) and read the binary list back
+/* Open (creating the files, mode 0640, in the existing dir if missing; never
+ * through a symlink: O_NOFOLLOW, the ASCII twin a new file renamed into
+ * place; a binary list that is not a regular file is -EBADFD) and read the binary list back
  * into a new list (no dedup, the order kept). A torn trailing record left by a
  * crash is cut off: a last record that ends past EOF, a last record that does
  * not decode (its lengths reach EOF but the data never fully landed), or a tail
@@ -250,8 +254,25 @@ uint64_t iver_imalog_file_size(const IverImaFile *f);
 /* Replay the first n entries of l (those for pcr) into bank, starting from
  * zeros: v = H(v || bank digest). n larger than the list means all. */
 int iver_imalog_replay(const IverImaLog *l, size_t n, uint32_t pcr, IverHashAlgo bank, IverDigest *ret);
-/* The longest prefix of l (a count of entries, 0..size) whose replay for pcr
- * gives every one of values[] (one IverDigest a bank). -ENOENT if no prefix
- * matches: the PCR and the list are out of sync. */
+/* The same over an array of n entries. */
+int iver_imalog_replay_entries(const IverImaEntry *const *ents, size_t n, uint32_t pcr, IverHashAlgo bank,
+                               IverDigest *ret);
+
+/* One PCR value of one bank. */
+typedef struct IverPcrValue {
+        uint32_t pcr;
+        IverDigest value;       /* value.algo is the bank */
+} IverPcrValue;
+
+/* The prefix of ents (a count of entries, 0..n) whose replay gives every one
+ * of values[] (any PCRs, any banks; each (PCR, bank) at most once): the one
+ * point of the list the PCRs hold. Give every PCR the list uses: an entry of a
+ * PCR not among values moves no value, so it is never counted as extended
+ * when it comes last (a later match takes it in). The longest matching prefix
+ * wins. -ENOENT if no prefix matches: the PCRs and the list are out of sync. */
+int iver_imalog_match_prefix_entries(const IverImaEntry *const *ents, size_t n, const IverPcrValue *values,
+                                     size_t n_values, size_t *ret_prefix);
+/* The same over l for one PCR (one IverDigest a bank): entries of other
+ * PCRs after the last entry of pcr in the prefix are not counted. */
 int iver_imalog_match_prefix(const IverImaLog *l, uint32_t pcr, const IverDigest *values, size_t n_values,
                               size_t *ret_prefix);

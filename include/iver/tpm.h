@@ -9,8 +9,9 @@
  * module that talks to tpm2-tss; no TSS type or return code leaves it.
  *
  * Every call blocks until the TPM answers (tens of µs on swtpm, milliseconds
- * on hardware): the daemon calls these from its extend queue, not from the
- * event loop. Errors are -errno:
+ * on hardware, seconds or never on a stalled one): the daemon calls these only
+ * from its TPM thread (daemon/iverd/tpm-thread.c), never from the event loop.
+ * An IverTpm is used by one thread at a time. Errors are -errno:
  *   -ENXIO      the TPM cannot be reached (TCTI failed: swtpm gone, no device);
  *               disconnect and connect again later
  *   -EAGAIN     the TPM asked to retry (RETRY, YIELDED, TESTING)
@@ -51,7 +52,8 @@ void iver_tpm_disconnect(IverTpm *t);
 unsigned iver_tpm_banks(const IverTpm *t);
 
 /* TPM2_PCR_Extend of pcr with one digest a bank, all in one command. digests
- * must hold exactly one digest for every active bank (-EINVAL otherwise). */
+ * must hold one digest for each of one or more active banks, no bank twice
+ * (-EINVAL otherwise); banks not given are left alone (Banks=). */
 int iver_tpm_extend(IverTpm *t, unsigned pcr, const IverDigest *digests, size_t n_digests);
 
 /* TPM2_PCR_Read of one PCR in one bank. */

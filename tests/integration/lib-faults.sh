@@ -146,6 +146,20 @@ quote_check() {
         nonce=$(openssl rand -hex 16)
         rm -rf "$D/q"
         if ! out=$(ctl quote --nonce "$nonce" --out "$D/q" 2>&1); then fail "$1: quote failed: $out"; return 1; fi
+        if [[ $(js evidence_broken) == True ]]; then
+                # the list could not be written: no quote may verify from now on,
+                # and the PCR holds the list plus the broken-evidence value only
+                if out=$(ctl verify "$D/q" --nonce "$nonce" 2>&1); then fail "$1: a quote verified with the evidence broken"; return 1; fi
+                grep -q "no prefix" <<<"$out" || { fail "$1: verify failed for another reason: $out"; return 1; }
+                cmp -s "$D/q/measurements.bin" "$RUN/binary_runtime_measurements" ||
+                        { fail "$1: the quoted list differs from $RUN/binary_runtime_measurements"; return 1; }
+                local kj
+                kj=$(python3 "$(dirname "${BASH_SOURCE[0]}")/broken-replay.py" "$D/q" 23) ||
+                        { fail "$1: the PCR holds something the list lacks (not list + broken-evidence value)"; return 1; }
+                # shellcheck disable=SC2034  # for the sourcing script
+                QUOTE_SUMMARY="evidence broken: quote refused by verify; PCR = first ${kj% *} entries + 0xFF after ${kj#* }"
+                return 0
+        fi
         if ! out=$(ctl verify "$D/q" --nonce "$nonce" 2>&1); then fail "$1: iverctl verify rejected the quote: $out"; return 1; fi
         if ! grep -qE 'list of ([0-9]+) entries, \1 replayed' <<<"$out"; then
                 fail "$1: PCR does not hold the whole list: $(grep -o 'list of.*replayed' <<<"$out")"; return 1
@@ -256,7 +270,8 @@ def cmd_check(a):
     ents = parse_bin(os.path.join(run, 'binary_runtime_measurements'))
     lost = dup = wrong = stale = 0
     msgs = []
-    tds = [e[1] for e in ents]
+    # violation entries (all-zero template digest) are never deduplicated, as in the kernel
+    tds = [e[1] for e in ents if e[1] != bytes(20)]
     dup = len(tds) - len(set(tds))
     if dup:
         msgs.append(f"{dup} duplicated template digests")
@@ -346,7 +361,8 @@ def cmd_history_check(a):
     """history_check RUNDIR PATH HISTORY -> 'logged torn': every listed digest of PATH in HISTORY"""
     p = kernel_form(os.fsencode(a[1]))
     hist = set(open(a[2]).read().split())
-    logged = [e[5] for e in parse_bin(os.path.join(a[0], 'binary_runtime_measurements')) if e[6] == p]
+    # violation entries (zero template digest: a churn limit, say) carry no content digest
+    logged = [e[5] for e in parse_bin(os.path.join(a[0], 'binary_runtime_measurements')) if e[6] == p and e[1] != bytes(20)]
     torn = [d for d in logged if d not in hist]
     for d in torn[:5]:
         print("    digest not in the content history: " + d, file=sys.stderr)

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+/* Shared by evidence.c (the list, group commit, churn limit) and
+ * evidence-tpm.c (the loop side of the TPM thread). Not for other files. */
+#include <systemd/sd-event.h>
+
+#include "churn.h"
+#include "evidence.h"
+#include "tpm-thread.h"
+
+typedef struct QuoteWait {
+        struct QuoteWait *next;
+        Evidence *e;
+        uint64_t tag;
+        sd_event_source *timer;
+        EvidenceQuoteDone done;
+        void *userdata;
+} QuoteWait;
+
+struct Evidence {
+        Manager *m;
+        unsigned pcr;
+        bool tpm_none;
+        IverImaFile *file;
+        IverImaLog *log;
+        TpmThread *tpm;
+        TpmThreadState last;            /* what the loop saw last: log the changes */
+        bool list_failing, broken;
+        uint64_t list_failures, duplicates, commits, rate_limited;
+        int last_list_error;
+        sd_event_source *commit, *relist, *tpm_io, *churn_timer;
+        IverImaEntry **staged;          /* GROUP_MAX, written with one fdatasync */
+        size_t n_staged;
+        Churn *churn;
+        QuoteWait *quotes;
+        uint64_t next_tag;
+};
+
+uint64_t evidence_now_usec(void);
+/* The TPM thread's eventfd is readable. */
+int evidence_on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+/* Answer and forget a waiting quote (q or error). */
+void evidence_answer_quote(Evidence *e, QuoteWait *w, const IverTpmQuote *q, const char *error);

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The loop side of the TPM thread: its state changes logged (the thread
+ * never logs), quotes waited for and answered (with a timeout), status and
+ * the per-path list entries. Calls go one way: verbs.c → evidence →
+ * tpm-thread.c; the thread answers through the eventfd watched here. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "churn.h"
+#include "evidence-internal.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "tpm-thread.h"
+
+#define QUOTE_TIMEOUT_USEC (15ULL * 1000000ULL)
+
+void evidence_answer_quote(Evidence *e, QuoteWait *w, const IverTpmQuote *q, const char *error) {
+        for (QuoteWait **p = &e->quotes; *p; p = &(*p)->next)
+                if (*p == w) {
+                        *p = w->next;
+                        break;
+                }
+        sd_event_source_disable_unref(w->timer);
+        w->done(w->userdata, q, error);
+        free(w);
+}
+
+/* The TPM thread changed something: log it (the thread never logs), answer
+ * finished quotes, and let settle waiters look. */
+int evidence_on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Evidence *e = userdata;
+        TpmThreadState st;
+
+        tpm_thread_ack(e->tpm);
+        tpm_thread_state(e->tpm, &st);
+        if (st.connected && !e->last.connected)
+                log_info("Connected to the TPM: banks 0x%x active, extending 0x%x, PCR %u; %zu of %zu list entries in the PCRs",
+                         st.active_banks, st.banks, e->pcr, st.extended, st.queued);
+        else if (!st.connected && e->last.connected)
+                log_warning("TPM lost (%s): measuring and listing go on, %zu extends wait", st.error[0] ? st.error : "?",
+                            st.queued - st.extended);
+        if (st.desynced && !e->last.desynced)
+                log_error("Measurement list and PCRs are out of sync (no prefix of the %zu entries replays to them): "
+                          "not extending; status reports 'desynced'", st.queued);
+        else if (!st.desynced && e->last.desynced && st.connected)
+                log_notice("Measurement list and PCRs in sync again (%zu of %zu entries in the PCRs): extending", st.extended,
+                           st.queued);
+        if (st.resyncs > e->last.resyncs)
+                log_warning("PCR %u does not hold what iverd extended (TPM reset, or another extender): resynced", e->pcr);
+        if (st.poisoned && !e->last.poisoned)
+                log_error("Broken-evidence value extended into the PCRs: no quote verifies until iverd restarts with a fresh list");
+        e->last = st;
+
+        uint64_t tag;
+        IverTpmQuote *q;
+        int err;
+        char msg[320];
+        while (tpm_thread_take_quote(e->tpm, &tag, &q, &err, msg, sizeof(msg)) > 0) {
+                QuoteWait *w = e->quotes;
+                while (w && w->tag != tag)
+                        w = w->next;
+                if (w)
+                        evidence_answer_quote(e, w, err < 0 ? NULL : q, err < 0 ? msg : NULL);
+                iver_tpm_quote_free(q);
+        }
+        manager_maybe_settled(e->m);
+        return 0;
+}
+
+void evidence_status(const Evidence *e, json_object *o) {
+        TpmThreadState st = {};
+        if (!e)
+                return;
+        if (e->tpm)
+                tpm_thread_state(e->tpm, &st);
+        const char *tpm = !e->tpm ? "none" : st.connected ? "connected" : "unavailable";
+        json_object_object_add(o, "tpm", json_object_new_string(tpm));
+        if (e->tpm && !st.connected && st.error[0])
+                json_object_object_add(o, "tpm_error", json_object_new_string(st.error));
+        if (e->tpm) {
+                json_object_object_add(o, "tpm_busy_ms", json_object_new_uint64(st.busy ? st.busy_usec / 1000 : 0));
+                json_object_object_add(o, "tpm_commands", json_object_new_uint64(st.commands));
+                json_object *banks = json_object_new_array();
+                for (int b = 0; b < _IVER_HASH_MAX; b++)
+                        if (st.banks & IVER_TPM_BANK(b))
+                                json_object_array_add(banks, json_object_new_string(iver_hash_algo_to_string((IverHashAlgo) b)));
+                json_object_object_add(o, "banks", banks);
+        }
+        json_object_object_add(o, "pcr", json_object_new_int((int) e->pcr));
+        json_object_object_add(o, "list_length", json_object_new_uint64(iver_imalog_size(e->log)));
+        json_object_object_add(o, "pending_extends",
+                               json_object_new_uint64(!e->tpm ? 0 : iver_imalog_size(e->log) - st.extended));
+        json_object_object_add(o, "staged_entries", json_object_new_uint64(e->n_staged));
+        json_object_object_add(o, "list_commits", json_object_new_uint64(e->commits));
+        json_object_object_add(o, "desynced", json_object_new_boolean(st.desynced));
+        json_object_object_add(o, "list_failing", json_object_new_boolean(e->list_failing));
+        json_object_object_add(o, "list_failures", json_object_new_uint64(e->list_failures));
+        json_object_object_add(o, "evidence_broken", json_object_new_boolean(e->broken));
+        json_object_object_add(o, "extend_failures", json_object_new_uint64(st.extend_failures));
+        json_object_object_add(o, "pcr_resyncs", json_object_new_uint64(st.resyncs));
+        json_object_object_add(o, "rate_limited_versions", json_object_new_uint64(e->rate_limited));
+        json_object_object_add(o, "rate_limited_files", json_object_new_uint64(churn_limited(e->churn, evidence_now_usec())));
+}
+
+const IverImaLog *evidence_list(const Evidence *e) {
+        return e ? e->log : NULL;
+}
+
+unsigned evidence_pcr(const Evidence *e) {
+        return e->pcr;
+}
+
+void evidence_entries_for(const Evidence *e, const char *path, json_object *array) {
+        TpmThreadState st = {};
+        if (e->tpm)
+                tpm_thread_state(e->tpm, &st);
+        for (size_t i = 0; i < iver_imalog_size(e->log); i++) {
+                const IverImaEntry *ent = iver_imalog_get(e->log, i);
+                char *line = NULL;
+                size_t len;
+                if (!iver_imalog_entry_names(ent, path, strlen(path)) || iver_imalog_entry_to_ascii(ent, &line, &len) < 0)
+                        continue;
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "index", json_object_new_uint64(i));
+                json_object_object_add(o, "line", json_object_new_string_len(line, (int) (len && line[len - 1] == '\n' ? len - 1 : len)));
+                json_object_object_add(o, "extended", json_object_new_boolean(e->tpm && i < st.extended));
+                json_object_array_add(array, o);
+                free(line);
+        }
+}
+
+static int on_quote_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        QuoteWait *w = userdata;
+        Evidence *e = w->e;
+        TpmThreadState st;
+        char msg[256];
+
+        tpm_thread_state(e->tpm, &st);
+        tpm_thread_cancel_quote(e->tpm, w->tag);
+        if (st.busy)
+                snprintf(msg, sizeof(msg), "TPM busy: no answer within %llu s (a TPM command outstanding for %llu ms)",
+                         (unsigned long long) (QUOTE_TIMEOUT_USEC / 1000000ULL),
+                         (unsigned long long) (st.busy_usec / 1000));
+        else
+                snprintf(msg, sizeof(msg), "TPM busy: no answer within %llu s",
+                         (unsigned long long) (QUOTE_TIMEOUT_USEC / 1000000ULL));
+        evidence_answer_quote(e, w, NULL, msg);
+        return 0;
+}
+
+int evidence_quote(Evidence *e, const uint8_t *nonce, size_t nonce_len, unsigned bank_mask, EvidenceQuoteDone done,
+                   void *userdata, const char **ret_error) {
+        TpmThreadState st;
+        int r;
+
+        if (!e->tpm) {
+                *ret_error = "no TPM configured";
+                return -ENODEV;
+        }
+        tpm_thread_state(e->tpm, &st);
+        if (!st.connected) {
+                *ret_error = "TPM unavailable";
+                return -ENXIO;
+        }
+        if (bank_mask & ~st.banks) {
+                *ret_error = "a requested bank is not one iverd extends (see Banks= and `iverctl status`)";
+                return -EINVAL;
+        }
+        QuoteWait *w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        w->e = e;
+        w->tag = ++e->next_tag;
+        w->done = done;
+        w->userdata = userdata;
+        r = sd_event_add_time_relative(e->m->event, &w->timer, CLOCK_MONOTONIC, QUOTE_TIMEOUT_USEC, 0, on_quote_timeout, w);
+        if (r >= 0)
+                r = tpm_thread_quote(e->tpm, w->tag, bank_mask, nonce, nonce_len);
+        if (r < 0) {
+                sd_event_source_disable_unref(w->timer);
+                free(w);
+                *ret_error = r == -EBUSY ? "TPM busy: too many quotes waiting" : NULL;
+                return r;
+        }
+        w->next = e->quotes;
+        e->quotes = w;
+        return 0;
+}

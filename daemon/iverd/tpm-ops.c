@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the TPM thread does with the TPM: connect and resync (the one point of
+ * the list every used PCR holds), extends in list order with the expected
+ * health values kept in step, the broken-evidence value, the PCR health
+ * check, quotes. Runs on the TPM thread only (tpm-thread.c). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "macro.h"
+#include "tpm-thread-internal.h"
+
+uint64_t tpm_now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+void tpm_notify(TpmThread *t) {
+        uint64_t one = 1;
+        (void) !write(t->efd, &one, sizeof(one));
+}
+
+/* Under lock: copy the thread's view into the shared state. */
+void tpm_publish(TpmThread *t) {
+        t->st.connected = iver_tpm_is_connected(t->tpm);
+        t->st.active_banks = iver_tpm_banks(t->tpm);
+        t->st.banks = t->st.active_banks & t->want_banks;
+        t->st.extended = t->extended;
+        t->st.desynced = t->desynced;
+        t->st.poisoned = t->poison_done;
+        const char *e = iver_tpm_last_error(t->tpm);
+        snprintf(t->st.error, sizeof(t->st.error), "%s", e ? e : "");
+}
+
+/* A TPM call is about to start / has ended (busy_usec for status). */
+void tpm_set_busy(TpmThread *t, bool busy) {
+        pthread_mutex_lock(&t->lock);
+        t->st.busy = busy;
+        t->st.busy_usec = busy ? tpm_now_usec() : 0;
+        if (busy)
+                t->st.commands++;
+        pthread_mutex_unlock(&t->lock);
+}
+
+unsigned tpm_extend_banks(const TpmThread *t) {
+        return iver_tpm_banks(t->tpm) & t->want_banks;
+}
+
+static void digest_extend(IverDigest *v, const IverDigest *d) {
+        uint8_t buf[2 * IVER_DIGEST_MAX];
+        unsigned len = 0;
+        const EVP_MD *md = v->algo == IVER_HASH_SHA1     ? EVP_sha1()
+                           : v->algo == IVER_HASH_SHA256 ? EVP_sha256()
+                           : v->algo == IVER_HASH_SHA384 ? EVP_sha384()
+                                                         : EVP_sha512();
+        memcpy(buf, v->bytes, v->len);
+        memcpy(buf + v->len, d->bytes, d->len);
+        if (EVP_Digest(buf, v->len + d->len, v->bytes, &len, md, NULL) != 1)
+                v->len = 0;     /* never matches: the next health check resyncs */
+}
+
+static void poison_digest(IverHashAlgo bank, IverDigest *ret) {
+        *ret = (IverDigest) { .algo = bank, .len = iver_hash_algo_size(bank) };
+        memset(ret->bytes, 0xff, ret->len);
+}
+
+/* A snapshot of the entries handed over (for a resync outside the lock). */
+static int snapshot_entries(TpmThread *t, const IverImaEntry ***ret, size_t *ret_n, uint32_t *ret_mask) {
+        pthread_mutex_lock(&t->lock);
+        size_t n = t->n_ents;
+        const IverImaEntry **copy = malloc((n ? n : 1) * sizeof(*copy));
+        if (copy)
+                memcpy(copy, t->ents, n * sizeof(*copy));
+        *ret_mask = t->pcr_mask;
+        pthread_mutex_unlock(&t->lock);
+        if (!copy)
+                return -ENOMEM;
+        *ret = copy;
+        *ret_n = n;
+        return 0;
+}
+
+/* Read every used PCR in every extended bank, find the one point of the list
+ * they hold, and set the extend cursor and the expected values there. */
+int tpm_resync(TpmThread *t) {
+        _cleanup_free_ const IverImaEntry **ents = NULL;
+        IverPcrValue values[_IVER_HASH_MAX * IVER_IMA_PCR_MAX];
+        size_t n, nv = 0, prefix = 0;
+        uint32_t mask;
+        unsigned banks = tpm_extend_banks(t);
+        int r;
+
+        r = snapshot_entries(t, &ents, &n, &mask);
+        if (r < 0)
+                return r;
+        t->expected_valid = false;
+        for (unsigned p = 0; p < IVER_IMA_PCR_MAX; p++) {
+                if (!(mask & (1u << p)))
+                        continue;
+                for (int b = 0; b < _IVER_HASH_MAX; b++) {
+                        if (!(banks & IVER_TPM_BANK(b)))
+                                continue;
+                        tpm_set_busy(t, true);
+                        r = iver_tpm_pcr_read(t->tpm, p, (IverHashAlgo) b, &values[nv].value);
+                        tpm_set_busy(t, false);
+                        if (r < 0)
+                                return r;
+                        values[nv++].pcr = p;
+                }
+        }
+        if (nv == 0)
+                return -ENOENT; /* none of Banks= is active */
+        r = iver_imalog_match_prefix_entries(ents, n, values, nv, &prefix);
+        if (r == -ENOMEM)
+                return r;
+        t->health_bank = (banks & IVER_TPM_BANK(IVER_HASH_SHA256)) ? IVER_HASH_SHA256 : (IverHashAlgo) __builtin_ctz(banks);
+        t->desynced = r < 0;
+        if (r < 0) {
+                /* remembered: when they change (a TPM reset), look again */
+                t->expected_mask = mask;
+                for (size_t i = 0; i < nv; i++)
+                        if (values[i].value.algo == t->health_bank)
+                                t->seen[values[i].pcr] = values[i].value;
+                return 0;
+        }
+        t->extended = prefix;
+        t->poison_done = false;
+        for (unsigned p = 0; p < IVER_IMA_PCR_MAX; p++)
+                if ((mask & (1u << p)) &&
+                    iver_imalog_replay_entries(ents, prefix, p, t->health_bank, &t->expected[p]) < 0)
+                        return 0;
+        t->expected_mask = mask;
+        t->expected_valid = true;
+        return 0;
+}
+
+void tpm_lost(TpmThread *t) {
+        iver_tpm_disconnect(t->tpm);
+        t->next_connect = tpm_now_usec() + RECONNECT_USEC;
+}
+
+void tpm_try_connect(TpmThread *t) {
+        tpm_set_busy(t, true);
+        int r = iver_tpm_connect(t->tpm);
+        tpm_set_busy(t, false);
+        if (r >= 0 && tpm_extend_banks(t) == 0)
+                r = -ENOENT;
+        if (r >= 0)
+                r = tpm_resync(t);
+        if (r < 0)
+                tpm_lost(t);
+        pthread_mutex_lock(&t->lock);
+        tpm_publish(t);
+        pthread_mutex_unlock(&t->lock);
+        tpm_notify(t);
+}
+
+/* Extend one digest set into pcr (all extended banks) and keep the expected
+ * health value in step. */
+static int extend_digests(TpmThread *t, unsigned pcr, const IverDigest *d, size_t n) {
+        tpm_set_busy(t, true);
+        int r = iver_tpm_extend(t->tpm, pcr, d, n);
+        tpm_set_busy(t, false);
+        if (r < 0)
+                return r;
+        if (t->expected_valid && !(t->expected_mask & (1u << pcr))) {
+                /* the first entry of a PCR the list did not use yet */
+                t->expected[pcr] = (IverDigest) { .algo = t->health_bank, .len = iver_hash_algo_size(t->health_bank) };
+                t->expected_mask |= 1u << pcr;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (t->expected_valid && d[i].algo == t->health_bank)
+                        digest_extend(&t->expected[pcr], &d[i]);
+        return 0;
+}
+
+int tpm_extend_entry(TpmThread *t, const IverImaEntry *ent) {
+        IverDigest d[_IVER_HASH_MAX];
+        size_t n = 0;
+        unsigned banks = tpm_extend_banks(t);
+        for (int b = 0; b < _IVER_HASH_MAX; b++)
+                if (banks & IVER_TPM_BANK(b)) {
+                        int r = iver_imalog_entry_bank_digest(ent, (IverHashAlgo) b, &d[n]);
+                        if (r < 0)
+                                return r;
+                        n++;
+                }
+        return extend_digests(t, ent->pcr, d, n);
+}
+
+int tpm_poison(TpmThread *t, uint32_t mask) {
+        IverDigest d[_IVER_HASH_MAX];
+        size_t n = 0;
+        unsigned banks = tpm_extend_banks(t);
+        for (int b = 0; b < _IVER_HASH_MAX; b++)
+                if (banks & IVER_TPM_BANK(b))
+                        poison_digest((IverHashAlgo) b, &d[n++]);
+        for (unsigned p = 0; p < IVER_IMA_PCR_MAX; p++)
+                if (mask & (1u << p)) {
+                        int r = extend_digests(t, p, d, n);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
+/* Does every used PCR hold what our extends should give? If not (a TPM reset,
+ * another extender), find again where the PCRs are and go on from there. */
+int tpm_health_check(TpmThread *t, uint32_t mask) {
+        if (!t->desynced && !t->expected_valid)
+                return 0;
+        for (unsigned p = 0; p < IVER_IMA_PCR_MAX; p++) {
+                IverDigest now;
+                if (!(mask & t->expected_mask & (1u << p)))
+                        continue;
+                tpm_set_busy(t, true);
+                int r = iver_tpm_pcr_read(t->tpm, p, t->health_bank, &now);
+                tpm_set_busy(t, false);
+                if (r < 0)
+                        return r;
+                /* in sync: what our extends gave; desynced: what was there then */
+                const IverDigest *want = t->desynced ? &t->seen[p] : &t->expected[p];
+                if (now.len != want->len || memcmp(now.bytes, want->bytes, now.len) != 0) {
+                        r = tpm_resync(t);
+                        pthread_mutex_lock(&t->lock);
+                        t->st.resyncs++;
+                        pthread_mutex_unlock(&t->lock);
+                        return r;
+                }
+        }
+        return 0;
+}
+
+void tpm_do_quote(TpmThread *t, QuoteJob *q, uint32_t mask) {
+        unsigned banks = tpm_extend_banks(t);
+        int r = tpm_health_check(t, mask);
+        if (r >= 0 && t->desynced) {
+                q->error = -ESTALE;
+                snprintf(q->message, sizeof(q->message),
+                         "the measurement list and the PCRs are out of sync: a quote would not verify");
+                return;
+        }
+        if (r >= 0 && q->bank_mask && (q->bank_mask & ~banks)) {
+                q->error = -EINVAL;
+                snprintf(q->message, sizeof(q->message), "bank not extended by iverd (extended banks: mask 0x%x)", banks);
+                return;
+        }
+        if (r >= 0) {
+                tpm_set_busy(t, true);
+                r = iver_tpm_quote(t->tpm, mask, q->bank_mask ? q->bank_mask : banks, q->nonce, q->nonce_len, &q->quote);
+                tpm_set_busy(t, false);
+        }
+        if (r < 0) {
+                q->error = r;
+                snprintf(q->message, sizeof(q->message), "%s%s",
+                         r == -ENXIO ? "TPM unavailable: " : "", iver_tpm_last_error(t->tpm) ?: strerror(-r));
+                if (r == -ENXIO)
+                        tpm_lost(t);
+        }
+}

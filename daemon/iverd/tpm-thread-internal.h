@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+/* Shared by tpm-thread.c (the thread's loop and the loop-side API) and
+ * tpm-ops.c (what the thread does with the TPM). Not for other files. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tpm-thread.h"
+
+#define HEALTH_USEC (1000000ULL)
+#define RECONNECT_USEC (2000000ULL)
+#define QUOTES_MAX 16
+#define NOTIFY_EVERY 256
+
+typedef struct QuoteJob {
+        struct QuoteJob *next;
+        uint64_t tag;
+        unsigned bank_mask;
+        uint8_t nonce[64];
+        size_t nonce_len;
+        bool cancelled;
+        IverTpmQuote *quote;
+        int error;
+        char message[320];
+} QuoteJob;
+
+struct TpmThread {
+        pthread_t thread;
+        bool started;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        int efd;
+        unsigned want_banks;
+
+        /* under lock */
+        const IverImaEntry **ents;
+        size_t n_ents, cap;
+        uint32_t pcr_mask;              /* PCRs the list uses, and ours */
+        bool stop, poison_wanted;
+        QuoteJob *todo, *done;
+        size_t n_todo;
+        TpmThreadState st;
+
+        /* the thread's own */
+        IverTpm *tpm;
+        size_t extended;
+        bool desynced, poison_done;
+        IverHashAlgo health_bank;
+        IverDigest expected[IVER_IMA_PCR_MAX]; /* health_bank value each used PCR should hold */
+        bool expected_valid;
+        uint32_t expected_mask;         /* the PCRs expected[] is kept for */
+        IverDigest seen[IVER_IMA_PCR_MAX];      /* desynced: the health_bank values then */
+        uint64_t next_health, next_connect;
+};
+
+
+/* tpm-ops.c: on the thread, never under t->lock unless said */
+uint64_t tpm_now_usec(void);
+void tpm_notify(TpmThread *t);
+void tpm_publish(TpmThread *t);                 /* under t->lock */
+void tpm_set_busy(TpmThread *t, bool busy);     /* takes t->lock */
+unsigned tpm_extend_banks(const TpmThread *t);
+int tpm_resync(TpmThread *t);
+void tpm_lost(TpmThread *t);
+void tpm_try_connect(TpmThread *t);
+int tpm_extend_entry(TpmThread *t, const IverImaEntry *ent);
+int tpm_poison(TpmThread *t, uint32_t mask);
+int tpm_health_check(TpmThread *t, uint32_t mask);
+void tpm_do_quote(TpmThread *t, QuoteJob *q, uint32_t mask);

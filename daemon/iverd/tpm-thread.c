@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The TPM worker thread.
+ *
+ * Why a thread and not ESAPI's _Async calls with Tss2_Tcti_GetPollHandles as
+ * sd-event sources: a TPM command is a blocking request/response with one
+ * command in flight per connection, so a thread loses no concurrency; the
+ * _Async path needs every ESAPI call we make (Startup, GetCapability,
+ * FlushContext, CreatePrimary, PCR_Extend/Read, Quote and the TR_* helpers)
+ * split into Async/Finish state machines, and not every TCTI gives poll
+ * handles (tctildr and device TCTIs behind some resource managers return
+ * NOT_IMPLEMENTED; swtpm's reconnect-per-command does not fit a long-lived
+ * poll fd). And reconnecting, Tss2_TctiLdr_Initialize and Esys_Initialize
+ * block anyway. A thread keeps lib/tpm.c one plain blocking module and makes
+ * every one of those calls loop-safe at once; a TPM that hangs for minutes
+ * hangs this thread only.
+ *
+ * Shape: the loop appends durable entries (after their fdatasync) and quote
+ * requests under a mutex; the thread takes work in this order: (re)connect
+ * and resync, quotes (so a quote never waits behind thousands of extends),
+ * the broken-evidence value, extends in list order, the 1 s PCR health check.
+ * The mutex is never held across a TPM call, so the loop's reads of the state
+ * (status, settle) never wait for the TPM. The thread writes an eventfd when
+ * the loop should look; it never calls into the loop and never logs (the
+ * loop logs state changes), so daemon code stays single-threaded. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+
+#include "macro.h"
+#include "tpm-thread-internal.h"
+
+static void *run(void *userdata) {
+        TpmThread *t = userdata;
+
+        pthread_mutex_lock(&t->lock);
+        t->next_connect = 0;
+        while (!t->stop) {
+                uint64_t now = tpm_now_usec(), wake;
+                uint32_t mask = t->pcr_mask;
+
+                if (!iver_tpm_is_connected(t->tpm)) {
+                        /* quotes asked meanwhile: answered at once */
+                        while (t->todo) {
+                                QuoteJob *q = t->todo;
+                                t->todo = q->next;
+                                t->n_todo--;
+                                q->error = -ENXIO;
+                                snprintf(q->message, sizeof(q->message), "TPM unavailable: %s",
+                                         t->st.error[0] ? t->st.error : "not connected");
+                                q->next = t->done;
+                                t->done = q;
+                                tpm_notify(t);
+                        }
+                        if (now >= t->next_connect) {
+                                pthread_mutex_unlock(&t->lock);
+                                tpm_try_connect(t);
+                                pthread_mutex_lock(&t->lock);
+                                continue;
+                        }
+                        wake = t->next_connect;
+                } else if (t->todo) {
+                        QuoteJob *q = t->todo;
+                        t->todo = q->next;
+                        t->n_todo--;
+                        pthread_mutex_unlock(&t->lock);
+                        tpm_do_quote(t, q, mask);
+                        pthread_mutex_lock(&t->lock);
+                        q->next = t->done;
+                        t->done = q;
+                        tpm_publish(t);
+                        tpm_notify(t);
+                        continue;
+                } else if (!t->desynced && t->poison_wanted && !t->poison_done) {
+                        pthread_mutex_unlock(&t->lock);
+                        int r = tpm_poison(t, mask);
+                        pthread_mutex_lock(&t->lock);
+                        if (r < 0) {
+                                t->st.extend_failures++;
+                                tpm_lost(t);
+                        } else
+                                t->poison_done = true;
+                        tpm_publish(t);
+                        tpm_notify(t);
+                        continue;
+                } else if (!t->desynced && t->extended < t->n_ents) {
+                        const IverImaEntry *ent = t->ents[t->extended];
+                        pthread_mutex_unlock(&t->lock);
+                        int r = tpm_extend_entry(t, ent);
+                        pthread_mutex_lock(&t->lock);
+                        if (r < 0) {
+                                t->st.extend_failures++;
+                                tpm_lost(t);
+                        } else
+                                t->extended++;
+                        tpm_publish(t);
+                        if (r < 0 || t->extended == t->n_ents || t->extended % NOTIFY_EVERY == 0)
+                                tpm_notify(t);
+                        continue;
+                } else if (now >= t->next_health) {
+                        pthread_mutex_unlock(&t->lock);
+                        int r = tpm_health_check(t, mask);
+                        pthread_mutex_lock(&t->lock);
+                        if (r < 0)
+                                tpm_lost(t);
+                        t->next_health = tpm_now_usec() + HEALTH_USEC;
+                        tpm_publish(t);
+                        if (r < 0 || t->extended < t->n_ents || t->desynced)
+                                tpm_notify(t);
+                        continue;
+                } else
+                        wake = t->next_health;
+
+                struct timespec ts = { .tv_sec = (time_t) (wake / 1000000ULL), .tv_nsec = (long) (wake % 1000000ULL) * 1000 };
+                (void) pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+        }
+        pthread_mutex_unlock(&t->lock);
+        return NULL;
+}
+
+int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, const IverImaEntry *const *ents, size_t n,
+                   TpmThread **ret) {
+        TpmThread *t = calloc(1, sizeof(*t));
+        pthread_condattr_t ca;
+        int r;
+
+        if (!t)
+                return -ENOMEM;
+        t->efd = -EBADF;
+        t->want_banks = banks;
+        t->pcr_mask = 1u << pcr;
+        pthread_mutex_init(&t->lock, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&t->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        r = iver_tpm_new(tcti, &t->tpm);
+        if (r < 0)
+                goto fail;
+        t->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (t->efd < 0) {
+                r = -errno;
+                goto fail;
+        }
+        /* the list read back from disk, before the thread's first resync looks at it */
+        r = tpm_thread_push(t, ents, n);
+        if (r < 0)
+                goto fail;
+        r = -pthread_create(&t->thread, NULL, run, t);
+        if (r < 0)
+                goto fail;
+        t->started = true;
+        *ret = t;
+        return 0;
+fail:
+        tpm_thread_free(t);
+        return r;
+}
+
+static void free_jobs(QuoteJob *q) {
+        while (q) {
+                QuoteJob *next = q->next;
+                iver_tpm_quote_free(q->quote);
+                free(q);
+                q = next;
+        }
+}
+
+TpmThread *tpm_thread_free(TpmThread *t) {
+        if (!t)
+                return NULL;
+        if (t->started) {
+                pthread_mutex_lock(&t->lock);
+                t->stop = true;
+                pthread_cond_signal(&t->cond);
+                pthread_mutex_unlock(&t->lock);
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_sec += 2;
+                if (pthread_timedjoin_np(t->thread, NULL, &ts) != 0) {
+                        /* stuck in a TPM command that never returns: leave it its memory */
+                        pthread_detach(t->thread);
+                        return t;
+                }
+        }
+        iver_tpm_free(t->tpm);
+        free_jobs(t->todo);
+        free_jobs(t->done);
+        free(t->ents);
+        if (t->efd >= 0)
+                close(t->efd);
+        pthread_cond_destroy(&t->cond);
+        pthread_mutex_destroy(&t->lock);
+        free(t);
+        return NULL;
+}
+
+int tpm_thread_fd(const TpmThread *t) {
+        return t->efd;
+}
+
+void tpm_thread_ack(TpmThread *t) {
+        uint64_t v;
+        (void) !read(t->efd, &v, sizeof(v));
+}
+
+int tpm_thread_push(TpmThread *t, const IverImaEntry *const *ents, size_t n) {
+        pthread_mutex_lock(&t->lock);
+        if (t->n_ents + n > t->cap) {
+                size_t cap = t->cap ? t->cap : 1024;
+                while (cap < t->n_ents + n)
+                        cap *= 2;
+                const IverImaEntry **a = realloc(t->ents, cap * sizeof(*a));
+                if (!a) {
+                        pthread_mutex_unlock(&t->lock);
+                        return -ENOMEM;
+                }
+                t->ents = a;
+                t->cap = cap;
+        }
+        for (size_t i = 0; i < n; i++) {
+                t->ents[t->n_ents++] = ents[i];
+                if (ents[i]->pcr < IVER_IMA_PCR_MAX && !(t->pcr_mask & (1u << ents[i]->pcr))) {
+                        /* a new PCR: its expected value starts from zero */
+                        t->pcr_mask |= 1u << ents[i]->pcr;
+                }
+        }
+        t->st.queued = t->n_ents;
+        pthread_cond_signal(&t->cond);
+        pthread_mutex_unlock(&t->lock);
+        return 0;
+}
+
+void tpm_thread_poison(TpmThread *t) {
+        pthread_mutex_lock(&t->lock);
+        t->poison_wanted = true;
+        pthread_cond_signal(&t->cond);
+        pthread_mutex_unlock(&t->lock);
+}
+
+void tpm_thread_state(TpmThread *t, TpmThreadState *ret) {
+        pthread_mutex_lock(&t->lock);
+        *ret = t->st;
+        if (ret->busy)
+                ret->busy_usec = tpm_now_usec() - ret->busy_usec;
+        pthread_mutex_unlock(&t->lock);
+}
+
+int tpm_thread_quote(TpmThread *t, uint64_t tag, unsigned bank_mask, const uint8_t *nonce, size_t nonce_len) {
+        if (nonce_len > sizeof(((QuoteJob *) NULL)->nonce))
+                return -EINVAL;
+        QuoteJob *q = calloc(1, sizeof(*q));
+        if (!q)
+                return -ENOMEM;
+        q->tag = tag;
+        q->bank_mask = bank_mask;
+        memcpy(q->nonce, nonce, nonce_len);
+        q->nonce_len = nonce_len;
+        pthread_mutex_lock(&t->lock);
+        if (t->n_todo >= QUOTES_MAX) {
+                pthread_mutex_unlock(&t->lock);
+                free(q);
+                return -EBUSY;
+        }
+        /* FIFO */
+        QuoteJob **p = &t->todo;
+        while (*p)
+                p = &(*p)->next;
+        *p = q;
+        t->n_todo++;
+        pthread_cond_signal(&t->cond);
+        pthread_mutex_unlock(&t->lock);
+        return 0;
+}
+
+void tpm_thread_cancel_quote(TpmThread *t, uint64_t tag) {
+        pthread_mutex_lock(&t->lock);
+        for (QuoteJob **p = &t->todo; *p; p = &(*p)->next)
+                if ((*p)->tag == tag) {
+                        QuoteJob *q = *p;
+                        *p = q->next;
+                        t->n_todo--;
+                        free(q);
+                        break;
+                }
+        for (QuoteJob *q = t->done; q; q = q->next)
+                if (q->tag == tag)
+                        q->cancelled = true;
+        pthread_mutex_unlock(&t->lock);
+}
+
+int tpm_thread_take_quote(TpmThread *t, uint64_t *ret_tag, IverTpmQuote **ret_quote, int *ret_error,
+                          char *ret_message, size_t message_size) {
+        for (;;) {
+                pthread_mutex_lock(&t->lock);
+                QuoteJob *q = t->done;
+                if (q)
+                        t->done = q->next;
+                pthread_mutex_unlock(&t->lock);
+                if (!q)
+                        return 0;
+                if (q->cancelled) {
+                        iver_tpm_quote_free(q->quote);
+                        free(q);
+                        continue;
+                }
+                *ret_tag = q->tag;
+                *ret_quote = q->quote;
+                *ret_error = q->error;
+                snprintf(ret_message, message_size, "%s", q->message);
+                free(q);
+                return 1;
+        }
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "iver/imalog.h"
+#include "iver/tpm.h"
+
+/* The TPM worker: one thread that owns the IverTpm and makes every TPM call
+ * (connect, resync, extends, PCR health checks, AK, quotes). The event loop
+ * hands it durable list entries and quote requests and reads its state; the
+ * thread never calls back: it writes an eventfd (tpm_thread_fd) when the loop
+ * should look (extends caught up, a quote done, connected or lost). See the
+ * comment at the top of tpm-thread.c for why a thread. */
+typedef struct TpmThread TpmThread;
+
+typedef struct TpmThreadState {
+        bool connected;
+        bool desynced;          /* no prefix of the list replays to the PCRs: not extending */
+        bool busy;              /* a TPM command is outstanding */
+        uint64_t busy_usec;     /* for how long (CLOCK_MONOTONIC µs), when busy */
+        unsigned active_banks;  /* IVER_TPM_BANK mask the TPM has */
+        unsigned banks;         /* the banks extended: Banks= ∩ active */
+        size_t extended;        /* entries handed over that are in the PCRs */
+        size_t queued;          /* entries handed over */
+        uint64_t extend_failures, resyncs, commands;
+        bool poisoned;          /* the broken-evidence value is in the PCRs */
+        char error[256];        /* the last TPM error, "" if none */
+} TpmThreadState;
+
+/* Start the thread for tcti (not "none"). banks: Banks= (IVER_TPM_BANK mask);
+ * pcr: the daemon's PCR, always checked and quoted; ents: the n entries of
+ * the list as read back from disk (see tpm_thread_push). */
+int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, const IverImaEntry *const *ents, size_t n,
+                   TpmThread **ret);
+/* Stop and join: NULL. It waits up to 2 s for an outstanding TPM command; a
+ * thread stuck in a hung TPM is left behind with its memory (the process is
+ * ending) and t is returned: then the entries handed over must stay valid. */
+TpmThread *tpm_thread_free(TpmThread *t);
+/* An fd that polls readable when the state changed or a quote finished;
+ * tpm_thread_ack() clears it. */
+int tpm_thread_fd(const TpmThread *t);
+void tpm_thread_ack(TpmThread *t);
+
+/* Hand over entries that are durable in the list, in list order. The pointers
+ * stay owned by the caller and valid until tpm_thread_free(). */
+int tpm_thread_push(TpmThread *t, const IverImaEntry *const *ents, size_t n);
+/* Extend the broken-evidence value (all-0xFF, no list entry) into every PCR
+ * the list uses, now and after every TPM reset, until the daemon restarts. */
+void tpm_thread_poison(TpmThread *t);
+void tpm_thread_state(TpmThread *t, TpmThreadState *ret);
+
+/* Queue a quote over every PCR the list uses in bank_mask (0: all extended
+ * banks). tag identifies it in tpm_thread_take_quote(). -EBUSY when too many
+ * quotes wait already. */
+int tpm_thread_quote(TpmThread *t, uint64_t tag, unsigned bank_mask, const uint8_t *nonce, size_t nonce_len);
+/* Forget a queued quote (its requester gave up); a finished one is dropped. */
+void tpm_thread_cancel_quote(TpmThread *t, uint64_t tag);
+/* A finished quote: 1 and *ret_quote (owned by the caller) or a negative
+ * *ret_error with ret_message; 0 when none is ready. */
+int tpm_thread_take_quote(TpmThread *t, uint64_t *ret_tag, IverTpmQuote **ret_quote, int *ret_error,
+                          char *ret_message, size_t message_size);
