@@ -144,6 +144,10 @@ int iver_context_stat(IverContext *ctx, int dirfd, const char *path, IverStat *r
         return iver_stat(ctx->opt.statx, dirfd, path, iver_cookie_table_wants_version(ctx->cookies), ret);
 }
 
+int iver_context_stat_fd(IverContext *ctx, int fd, IverStat *ret) {
+        return iver_stat_fd(ctx->opt.statx, fd, iver_cookie_table_wants_version(ctx->cookies), ret);
+}
+
 int iver_check_begin(IverContext *ctx, int dirfd, const char *path, IverHashAlgo algo, IverPending *pending,
                      IverCheckOutcome *out) {
         IverStat st;

@@ -7,25 +7,47 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
 
 #include "checker.h"
 #include "evidence.h"
 #include "log.h"
 #include "manager.h"
+#include "onaccess.h"
 #include "recheck.h"
 
 #define DISPATCH_BATCH 4096
 
+static unsigned use_jobs; /* on-access jobs in flight (the loop thread only) */
+
+unsigned checker_use_jobs(void) {
+        return use_jobs;
+}
+
+void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d, IverHashAlgo algo, const char *what) {
+        m->violations++;
+        log_violation(path, what);
+        if (m->evidence && d) {
+                (void) evidence_record_violation(m->evidence, path, d, algo);
+                (void) evidence_flush(m->evidence); /* listed now, not with the next measurement */
+        }
+}
+
 static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
                            const uint8_t *sig, size_t sig_len) {
-        if (o->result == IVER_CHECK_MEASURED && o->provisional) {
-                /* open writers: look again (close-write comes before the lease can be had) */
-                log_debug("Measured %s provisionally (open writers); will re-check", path);
-                recheck_add(m->recheck, path);
-                return;
-        }
-        if (o->result != IVER_CHECK_UNSTABLE)
+        /* A provisional result (no read lease: open writers) is listed like any
+         * other, as kernel IMA lists what it measured while writers existed,
+         * and the file is looked at again until it measures stably. The first
+         * provisional result of an episode (and any new digest in it) also gets
+         * an open_writers violation entry: the content was read while open for
+         * write, so the digest may not be what is used. */
+        bool new_episode = false;
+        if (o->result == IVER_CHECK_MEASURED && o->provisional)
+                new_episode = recheck_add(m->recheck, path);
+        else if (o->result != IVER_CHECK_UNSTABLE)
                 recheck_remove(m->recheck, path);
         switch (o->result) {
         case IVER_CHECK_MEASURED:
@@ -35,6 +57,8 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                 log_measurement(path, o);
                 if (m->evidence)
                         (void) evidence_record(m->evidence, path, o, d, sig, sig_len);
+                if (o->provisional && (new_episode || o->digest_changed))
+                        checker_violation(m, path, d, o->digest.algo, "open_writers: measured while open for write");
                 break;
         case IVER_CHECK_UNSTABLE:
                 m->violations++;
@@ -55,6 +79,31 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         }
 }
 
+/* The policy's say on one file: the measure decision (d, when measure), whether
+ * it is appraised, and the algorithm. False: neither. */
+static bool decide(Manager *m, const char *path, const IverStat *st, IverPolicyDecision *d, bool *ret_measure,
+                   bool *ret_appraise, IverHashAlgo *ret_algo) {
+        IverCookieTable *t = iver_context_cookies(m->ctx);
+        (void) iver_cookie_table_source(t, st->dev, AT_FDCWD, path);
+        IverFileAttr attr = {
+                .fs_magic = iver_cookie_table_fs_magic(t, st->dev),
+                .owner = st->uid,
+                .subject_uid = IVER_UID_UNKNOWN,
+                .mode = st->mode,
+                .size = st->size,
+        };
+        IverPolicyDecision a;
+        bool measure = iver_policy_match(m->policy, IVER_CLASS_MEASURE, path, strlen(path), &attr, d) >= 0 &&
+                       d->matched && d->action == IVER_ACTION_MEASURE;
+        bool appraise = iver_policy_match(m->policy, IVER_CLASS_APPRAISE, path, strlen(path), &attr, &a) >= 0 &&
+                        a.matched && a.action == IVER_ACTION_APPRAISE;
+        /* an appraise rule's hash= names the algorithm its signatures use */
+        *ret_algo = appraise && a.hash >= 0 ? a.hash : measure && d->hash >= 0 ? d->hash : m->conf.hash;
+        *ret_measure = measure;
+        *ret_appraise = appraise;
+        return measure || appraise;
+}
+
 /* After the statx: policy, cache lookup, and (if may_submit) the hand-off
  * to a worker. Returns true when the check finished here (hit, not
  * measured), false when it needs hashing (submitted, or not if !may_submit). */
@@ -67,26 +116,14 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
                 iver_check_forget(m->ctx, path);
                 return true;
         }
-        IverCookieTable *t = iver_context_cookies(m->ctx);
-        (void) iver_cookie_table_source(t, st->dev, AT_FDCWD, path);
-        IverFileAttr attr = {
-                .fs_magic = iver_cookie_table_fs_magic(t, st->dev),
-                .owner = st->uid,
-                .subject_uid = IVER_UID_UNKNOWN,
-                .mode = st->mode,
-                .size = st->size,
-        };
-        IverPolicyDecision d, a;
-        bool measure = iver_policy_match(m->policy, IVER_CLASS_MEASURE, path, strlen(path), &attr, &d) >= 0 &&
-                       d.matched && d.action == IVER_ACTION_MEASURE;
-        bool appraise = iver_policy_match(m->policy, IVER_CLASS_APPRAISE, path, strlen(path), &attr, &a) >= 0 &&
-                        a.matched && a.action == IVER_ACTION_APPRAISE;
-        if (!measure && !appraise) {
+        IverPolicyDecision d;
+        bool measure, appraise;
+        IverHashAlgo algo;
+        if (!decide(m, path, st, &d, &measure, &appraise, &algo)) {
                 iver_check_forget(m->ctx, path); /* the policy may have changed */
                 return true;
         }
-        /* an appraise rule's hash= names the algorithm its signatures use */
-        IverHashAlgo algo = appraise && a.hash >= 0 ? a.hash : measure && d.hash >= 0 ? d.hash : m->conf.hash;
+        onaccess_add_file(m->onaccess, st->dev, path);
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, st, algo, &p, &o);
         if (r <= 0) {
                 if (o.idx != IVER_CACHE_NONE)
@@ -107,6 +144,77 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         j->keyring = appraise ? m->keyring : NULL;
         workers_submit(m->workers, j);
         return false;
+}
+
+bool checker_dir_measured(Manager *m, const char *dir) {
+        char probe[PATH_MAX + 16];
+        struct statfs sf;
+        snprintf(probe, sizeof(probe), "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, "iverd-probe");
+        IverFileAttr attr = { .fs_magic = statfs(dir, &sf) == 0 ? (uint64_t) sf.f_type : 0, .owner = 0,
+                              .subject_uid = IVER_UID_UNKNOWN, .mode = S_IFREG | 0755, .size = 1 };
+        IverPolicyDecision d;
+        return (iver_policy_match(m->policy, IVER_CLASS_MEASURE, probe, strlen(probe), &attr, &d) >= 0 && d.matched &&
+                d.action == IVER_ACTION_MEASURE) ||
+               (iver_policy_match(m->policy, IVER_CLASS_APPRAISE, probe, strlen(probe), &attr, &d) >= 0 && d.matched &&
+                d.action == IVER_ACTION_APPRAISE);
+}
+
+/* Whether someone else has fd's file open for write (or mapped writable and
+ * shared): then no read lease can be had. Unknown (no lease support) → false. */
+static bool open_for_write(int fd) {
+        if (fcntl(fd, F_SETLEASE, F_RDLCK) == 0) {
+                (void) fcntl(fd, F_SETLEASE, F_UNLCK);
+                return false;
+        }
+        return errno == EAGAIN;
+}
+
+int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter, CheckerUse *u) {
+        IverStat st;
+        IverPending p;
+        IverCheckOutcome o;
+        bool appraise;
+        int r = iver_context_stat_fd(m->ctx, fd, &st);
+        if (r < 0)
+                return r;
+        if (!S_ISREG(st.mode) || !decide(m, path, &st, &u->d, &u->measure, &appraise, &u->algo))
+                return 0;
+        const IverPolicyDecision *d = u->measure ? &u->d : NULL;
+        if (open_for_write(fd)) {
+                /* kernel IMA's open_writers: what is used may not be what any
+                 * digest on record says; measure it (provisionally) now */
+                (void) recheck_add(m->recheck, path); /* one violation for this episode */
+                checker_violation(m, path, d, u->algo,
+                                  exec ? "open_writers: executed while open for write"
+                                       : "open_writers: opened while open for write");
+                iver_check_invalidate(m->ctx, path);
+        }
+        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, u->algo, &p, &o);
+        if (r <= 0) {
+                handle_outcome(m, path, &o, d, NULL, 0);
+                return 0;
+        }
+        Job *j = calloc(1, sizeof(*j));
+        char *copy = strdup(path);
+        int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (!j || !copy || dup < 0) {
+                free(j);
+                free(copy);
+                if (dup >= 0)
+                        close(dup);
+                manager_queue(m, path);
+                return -ENOMEM;
+        }
+        j->path = copy;
+        j->by_fd = true;
+        j->fd = dup; /* the very file being used, whatever the path names by now */
+        j->waiter = waiter;
+        j->pending = p;
+        j->opt = iver_check_measure_options(m->ctx, &p);
+        j->keyring = appraise ? m->keyring : NULL;
+        use_jobs++;
+        workers_submit_first(m->workers, j);
+        return 1;
 }
 
 /* Check one queued path on the loop thread. Returns true when finished here
@@ -199,10 +307,20 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
                 handle_outcome(m, j->path, &o, measure ? &d : NULL, j->sig, j->sig_len);
                 handle_appraisal(m, j, &o);
-                queue_done(m->queue, j->path);
+                if (j->by_fd) {
+                        /* a use waits: what it runs changed throughout hashing */
+                        if (o.result == IVER_CHECK_UNSTABLE && measure && m->evidence)
+                                (void) evidence_record_violation(m->evidence, j->path, &d, j->pending.algo);
+                        onaccess_job_done(m->onaccess, j->waiter);
+                        close(j->fd);
+                        free((char *) j->path);
+                        use_jobs--;
+                } else
+                        queue_done(m->queue, j->path);
                 job_free(j);
         }
         (void) evidence_flush(m->evidence);
+        onaccess_flushed(m->onaccess); /* after the flush: the entry is in the list file */
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_ONESHOT);
         manager_maybe_settled(m);
         return 0;

@@ -102,22 +102,23 @@ static ssize_t find(const Recheck *r, const char *path) {
         return -1;
 }
 
-void recheck_add(Recheck *r, const char *path) {
+bool recheck_add(Recheck *r, const char *path) {
         if (find(r, path) >= 0)
-                return; /* keeps its backoff */
+                return false; /* keeps its backoff */
         if (r->n == r->cap) {
                 size_t cap = r->cap ? r->cap * 2 : 16;
                 Item *it = realloc(r->items, cap * sizeof(Item));
                 if (!it)
-                        return;
+                        return true;
                 r->items = it;
                 r->cap = cap;
         }
         char *p = strdup(path);
         if (!p)
-                return;
+                return true;
         r->items[r->n++] = (Item) { .path = p, .delay = DELAY_MIN_USEC, .due = now_usec() + DELAY_MIN_USEC };
         arm(r);
+        return true;
 }
 
 void recheck_remove(Recheck *r, const char *path) {

@@ -17,7 +17,8 @@ typedef struct Recheck Recheck;
  * try and waits for its next event. */
 int recheck_new(Manager *m, Recheck **ret);
 Recheck *recheck_free(Recheck *r);
-void recheck_add(Recheck *r, const char *path);
+/* True when path was not being re-checked: a new episode of instability. */
+bool recheck_add(Recheck *r, const char *path);
 /* The file measured stably (or vanished): stop re-checking it. */
 void recheck_remove(Recheck *r, const char *path);
 size_t recheck_count(const Recheck *r);

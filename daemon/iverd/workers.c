@@ -77,7 +77,7 @@ static void *worker_main(void *arg) {
                         w->todo_tail = NULL;
                 pthread_mutex_unlock(&w->lock);
 
-                j->r = workers_measure_path(j->path, &j->opt, &j->m);
+                j->r = j->by_fd ? iver_measure_fd(j->fd, &j->opt, &j->m) : workers_measure_path(j->path, &j->opt, &j->m);
                 if (j->keyring && j->r >= 0)
                         appraisal_run(j);
 
@@ -165,6 +165,16 @@ unsigned workers_count(const Workers *w) {
 void workers_submit(Workers *w, Job *j) {
         pthread_mutex_lock(&w->lock);
         append(&w->todo_head, &w->todo_tail, j);
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+}
+
+void workers_submit_first(Workers *w, Job *j) {
+        pthread_mutex_lock(&w->lock);
+        j->next = w->todo_head;
+        w->todo_head = j;
+        if (!w->todo_tail)
+                w->todo_tail = j;
         pthread_cond_signal(&w->cond);
         pthread_mutex_unlock(&w->lock);
 }

@@ -19,6 +19,10 @@ typedef struct Job {
         IverAppraisal appraisal;
         uint8_t *sig;              /* security.ima when it is a signature (for ima-sig entries) */
         size_t sig_len;
+        /* on-access (onaccess.c): hash this open file (the one being executed), not path */
+        bool by_fd;
+        int fd;
+        uint64_t waiter;           /* the permission event waiting for this job (0: none) */
 } Job;
 
 void job_free(Job *j);
@@ -29,6 +33,8 @@ int workers_new(unsigned n, Workers **ret);
 Workers *workers_free(Workers *w);   /* joins the threads; pending jobs are dropped */
 int workers_eventfd(const Workers *w);
 void workers_submit(Workers *w, Job *job);
+/* The same, ahead of every queued job: a permission event waits for it. */
+void workers_submit_first(Workers *w, Job *job);
 /* iver_measure(AT_FDCWD, path, …) that follows no symlink in any component of path */
 int workers_measure_path(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
 /* Take all finished jobs (oldest first); clears the eventfd. */

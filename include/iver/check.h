@@ -81,6 +81,8 @@ int iver_check_begin(IverContext *ctx, int dirfd, const char *path, IverHashAlgo
 
 /* statx as the context needs it (seed-ABI bit only where a filesystem uses it). */
 int iver_context_stat(IverContext *ctx, int dirfd, const char *path, IverStat *ret);
+/* The same on an open file (a fanotify event's fd). */
+int iver_context_stat_fd(IverContext *ctx, int fd, IverStat *ret);
 /* Begin on an observation the caller already made with iver_context_stat()
  * (a daemon stats first to evaluate its policy). Same contract as begin. */
 int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const IverStat *st, IverHashAlgo algo,
