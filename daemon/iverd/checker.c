@@ -181,12 +181,19 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter
                 return 0;
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
         if (open_for_write(fd)) {
+                if (!exec) {
+                        /* An open (open mode) while a writer exists may be the
+                         * writer's own: the event does not say, and the opener's
+                         * /proc/PID/syscall is not ours to read. Allow it and
+                         * measure now: a provisional result is listed with one
+                         * open_writers entry for the episode. */
+                        manager_queue(m, path);
+                        return 0;
+                }
                 /* kernel IMA's open_writers: what is used may not be what any
                  * digest on record says; measure it (provisionally) now */
                 (void) recheck_add(m->recheck, path); /* one violation for this episode */
-                checker_violation(m, path, d, u->algo,
-                                  exec ? "open_writers: executed while open for write"
-                                       : "open_writers: opened while open for write");
+                checker_violation(m, path, d, u->algo, "open_writers: executed while open for write");
                 iver_check_invalidate(m->ctx, path);
         }
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, u->algo, &p, &o);

@@ -28,8 +28,12 @@ typedef struct CheckerUse {
 } CheckerUse;
 
 /* On-access: the file open as fd (named path) is about to be executed
- * (exec) or opened. A file open for write (no read lease: a writer, or a
- * writable shared mapping) gets an open_writers violation and is re-hashed.
+ * (exec) or opened. Executed while open for write (no read lease: a writer,
+ * or a writable shared mapping): an open_writers violation entry and a
+ * (provisional) measurement the exec waits for. Opened while open for write
+ * (open mode): allowed at once (it may be the writer's own open, which the
+ * event does not tell) and measured in the background, whose provisional
+ * result carries the episode's open_writers entry.
  * Returns 0 when its current content is on record, or the policy does not
  * measure or appraise it (answer now); 1 when a measurement was submitted
  * ahead of other work (answer at onaccess_job_done(waiter)); -errno when the

@@ -200,9 +200,21 @@ while read -r v h; do
 done <"$W/churn.out"
 [ "$runs" -gt 5 ] || fail "only $runs runs of the churning script"
 [ "$missing" = 0 ] || fail "$missing of $runs runs of a churning script have neither an entry nor a violation"
+echo "$runs runs, all listed; violation entries for churn: $(violations_for "$T/churn")"
+
+step "churn: 30 runs attempted while a writer holds it open: each an open_writers entry, journal rate-limited"
+v0=$(violations_for "$T/churn")
+exec 4<>"$T/churn"
+for _ in $(seq 30); do "$T/churn" >/dev/null 2>&1 || true; sleep 0.05; done
+exec 4>&-
+ctl settle --timeout 30 >/dev/null
+v=$(( $(violations_for "$T/churn") - v0 ))
 lines=$(grep -c "Violation on $T/churn" "$W/iverd.log" || true)
-echo "$runs runs, all listed; violation entries for churn: $(violations_for "$T/churn"); journal lines: $lines; suppressed lines: $(js violation_log_suppressed) (before: $supp0)"
-[ "$lines" -le 5 ] || fail "violation lines for one churning file not rate-limited ($lines lines)"
+supp=$(js violation_log_suppressed)
+echo "violation entries: $v; journal lines for the file: $lines; suppressed lines: $supp (before: $supp0)"
+[ "$v" -ge 30 ] || fail "only $v violation entries for 30 runs attempted while open for write"
+[ "$lines" -le 5 ] || fail "violation lines for one file not rate-limited ($lines lines)"
+[ "$supp" -gt "$supp0" ] || fail "suppressed violation lines not counted in status"
 
 step "bounded: exec of a huge sparse script on ext4 proceeds after the timeout"
 printf '#!/bin/sh\necho huge-ran\nexit 0\n' >"$E/huge"; truncate -s 6G "$E/huge"; chmod +x "$E/huge"
@@ -229,6 +241,27 @@ wait "$HP" || fail "held exec failed or timed out after the daemon was killed"
 el=$(echo "$(date +%s.%N) - $t0" | bc)
 grep -q released "$W/held.out" || fail "held exec did not run"
 echo "exec proceeded ${el}s after SIGKILL"
+
+step "open: OnAccess=open with the daemon's own files on the marked filesystem (no self-deadlock), read while open for write"
+mkdir -p "$T/../state2" "$T/../run2"
+printf '[Measure]\nOnAccess=open\nOnAccessTimeoutSec=500ms\n' >"$W/open.conf"
+export IVERD_SOCKET=$T/../run2/iverd.sock
+IVERD_LOG_STDERR=1 "$BUILD/iverd" --config "$W/open.conf" --policy "$W/p.policy" --runtime-dir "$T/../run2" \
+        --state-dir "$T/../state2" --tpm none -v >"$W/iverd-open.log" 2>&1 &
+IVERD_PID=$!
+for _ in $(seq 200); do ctl status >/dev/null 2>&1 && break; sleep 0.05; done
+timeout 60 "$BUILD/iverctl" settle --timeout 50 >/dev/null || fail "open mode: the daemon did not settle"
+[ "$(js on_access)" = open ] || fail "open mode not active"
+printf '#!/bin/sh\necho reader\n' >"$T/readme"
+timeout 20 "$BUILD/iverctl" settle --timeout 15 >/dev/null || fail "open mode: no settle after a new file"
+exec 3<>"$T/readme"
+timeout 10 cat "$T/readme" >/dev/null || fail "open mode: read while open for write hung"
+exec 3>&-
+timeout 20 "$BUILD/iverctl" settle --timeout 15 >/dev/null || true
+n=$(violations_for "$T/readme")
+echo "own opens answered at once: $(js on_access_own_opens); open_writers entries for readme (read while open for write): $n"
+[ "$n" -ge 1 ] || fail "open mode: no open_writers violation for a read while open for write"
+stop_pid "$IVERD_PID"; IVERD_PID=
 
 echo
 [ "$FAILS" = 0 ] || { echo "$FAILS failure(s)"; tail -30 "$W/iverd.log"; exit 1; }
