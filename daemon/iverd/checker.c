@@ -177,6 +177,13 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter
         int r = iver_context_stat_fd(m->ctx, fd, &st);
         if (r < 0)
                 return r;
+        /* the usual exec: this inode's content is on record unchanged (a file
+         * open for write cannot be executed: ETXTBSY; a miss hashes under a
+         * read lease, and without one its provisional result is a violation) */
+        if (exec && iver_check_peek(m->ctx, &st))
+                return 0;
+        if (!path)
+                return -EAGAIN; /* the caller looks up the name and asks again */
         if (!S_ISREG(st.mode) || !decide(m, path, &st, &u->d, &u->measure, &appraise, &u->algo))
                 return 0;
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;

@@ -33,7 +33,9 @@ typedef struct CheckerUse {
  * (provisional) measurement the exec waits for. Opened while open for write
  * (open mode): allowed at once (it may be the writer's own open, which the
  * event does not tell) and measured in the background, whose provisional
- * result carries the episode's open_writers entry.
+ * result carries the episode's open_writers entry. path may be NULL: then an
+ * exec whose content is on record returns 0 and anything else -EAGAIN (ask
+ * again with the name: the cache-hit path costs no readlink).
  * Returns 0 when its current content is on record, or the policy does not
  * measure or appraise it (answer now); 1 when a measurement was submitted
  * ahead of other work (answer at onaccess_job_done(waiter)); -errno when the

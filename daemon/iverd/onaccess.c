@@ -150,7 +150,9 @@ static void use_inline(OnAccess *o, int fd, bool exec) {
         pthread_mutex_lock(&o->lock);
         uint64_t id = ++o->next_id;
         pthread_mutex_unlock(&o->lock);
-        int r = fd_path(fd, path, sizeof(path)) < 0 ? 0 : checker_use(o->m, fd, path, exec, id, &u);
+        int r = checker_use(o->m, fd, NULL, exec, id, &u);
+        if (r == -EAGAIN)
+                r = fd_path(fd, path, sizeof(path)) < 0 ? 0 : checker_use(o->m, fd, path, exec, id, &u);
         if (r != 1) {
                 respond(o, fd);
                 close(fd);
