@@ -137,7 +137,7 @@ EOF
 cat > "$S/units/iverd.service.d/test.conf" <<EOF
 [Service]
 ExecStart=
-ExecStart=$PREFIX/sbin/iverd --tpm none
+ExecStart=$PREFIX/sbin/iverd --tpm none --on-access none
 Environment=LD_LIBRARY_PATH=$LIBDIR
 EOF
 # The demo tree: base/ measured from the start, extra/ only after the reload.
