@@ -36,14 +36,15 @@ void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d
         }
 }
 
+/* use: the check was made for an exec or open waiting on it (on-access). */
 static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                           const uint8_t *sig, size_t sig_len) {
+                           const uint8_t *sig, size_t sig_len, bool use) {
         /* A provisional result (no read lease: open writers) is listed like any
          * other, as kernel IMA lists what it measured while writers existed,
-         * and the file is looked at again until it measures stably. The first
-         * provisional result of an episode (and any new digest in it) also gets
-         * an open_writers violation entry: the content was read while open for
-         * write, so the digest may not be what is used. */
+         * and the file is looked at again until it measures stably. When a use
+         * waited for it, the use happened while the file was open for write:
+         * the first such result of an episode gets an open_writers violation
+         * entry (kernel IMA's). iverd's own background reads are not uses. */
         bool new_episode = false;
         if (o->result == IVER_CHECK_MEASURED && o->provisional)
                 new_episode = recheck_add(m->recheck, path);
@@ -57,8 +58,8 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                 log_measurement(path, o);
                 if (m->evidence)
                         (void) evidence_record(m->evidence, path, o, d, sig, sig_len);
-                if (o->provisional && (new_episode || o->digest_changed))
-                        checker_violation(m, path, d, o->digest.algo, "open_writers: measured while open for write");
+                if (use && o->provisional && new_episode)
+                        checker_violation(m, path, d, o->digest.algo, "open_writers: used while open for write");
                 break;
         case IVER_CHECK_UNSTABLE:
                 m->violations++;
@@ -128,7 +129,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         if (r <= 0) {
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx); /* seen by this scan */
-                handle_outcome(m, path, &o, measure ? &d : NULL, NULL, 0);
+                handle_outcome(m, path, &o, measure ? &d : NULL, NULL, 0, false);
                 return true;
         }
         if (!may_submit)
@@ -205,7 +206,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter
         }
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, u->algo, &p, &o);
         if (r <= 0) {
-                handle_outcome(m, path, &o, d, NULL, 0);
+                handle_outcome(m, path, &o, d, NULL, 0, false);
                 return 0;
         }
         Job *j = calloc(1, sizeof(*j));
@@ -319,7 +320,7 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                                d.matched && d.action == IVER_ACTION_MEASURE;
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-                handle_outcome(m, j->path, &o, measure ? &d : NULL, j->sig, j->sig_len);
+                handle_outcome(m, j->path, &o, measure ? &d : NULL, j->sig, j->sig_len, j->by_fd);
                 handle_appraisal(m, j, &o);
                 if (j->by_fd) {
                         /* a use waits: what it runs changed throughout hashing */
