@@ -249,6 +249,10 @@ int iver_context_stat(IverContext *ctx, int dirfd, const char *path, IverStat *r
         return iver_stat(ctx->opt.statx, dirfd, path, iver_cookie_table_wants_version(ctx->cookies), ret);
 }
 
+int iver_context_stat_fd(IverContext *ctx, int fd, IverStat *ret) {
+        return iver_stat_fd(ctx->opt.statx, fd, iver_cookie_table_wants_version(ctx->cookies), ret);
+}
+
 int iver_check_begin(IverContext *ctx, int dirfd, const char *path, IverHashAlgo algo, IverPending *pending,
                      IverCheckOutcome *out) {
         IverStat st;
@@ -316,6 +320,26 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
                 .reason = reason,
         };
         return 1;
+}
+
+bool iver_check_peek(const IverContext *ctx, const IverStat *st) {
+        if (!S_ISREG(st->mode))
+                return false;
+        IverCookieSource source = iver_cookie_table_peek(ctx->cookies, st->dev);
+        if (source < 0)
+                return false;
+        uint32_t idx = iver_cache_find_inode(ctx->cache, st->dev, st->ino);
+        if (idx == IVER_CACHE_NONE)
+                return false;
+        IverEntry e;
+        iver_cache_get(ctx->cache, idx, &e);
+        if (e.id.gen != st->gen && st->has_btime)
+                return false;
+        IverCookie cookie = iver_cookie_from_stat(source, st);
+        IverCookie old = { .source = e.source, .ctime = e.ctime, .mtime = e.mtime, .size = e.size, .version = e.version };
+        return (e.flags & (IVER_ENTRY_MEASURED | IVER_ENTRY_PROVISIONAL | IVER_ENTRY_RACY | IVER_ENTRY_UNSTABLE |
+                           IVER_ENTRY_STALE)) == IVER_ENTRY_MEASURED &&
+               iver_cookie_equal(&old, &cookie);
 }
 
 IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const IverPending *pending) {

@@ -59,7 +59,8 @@ int iver_conf_init(IverConf *c) {
                 .version_source = IVER_VERSION_AUTO,
                 .rescan_interval_usec = IVER_CONF_DEFAULT_RESCAN_USEC,
                 .workers = 0,
-                .on_access = IVER_ON_ACCESS_NONE,
+                .on_access = IVER_ON_ACCESS_EXEC,
+                .on_access_timeout_usec = IVER_CONF_DEFAULT_ON_ACCESS_TIMEOUT_USEC,
                 .runtime_directory = strdup(IVER_CONF_DEFAULT_RUNTIME_DIR),
                 .state_directory = strdup(IVER_CONF_DEFAULT_STATE_DIR),
                 .socket_path = strdup(IVER_CONF_DEFAULT_SOCKET),
@@ -235,8 +236,8 @@ static int parse_on_access(ConfParser *cp, IverConf *c, const char *v, unsigned 
         return 0;
 }
 
-/* Seconds, or a systemd-style span: "90", "90s", "15min", "1h 30min", "2d"; "0" disables. */
-static int parse_rescan(ConfParser *cp, IverConf *c, const char *v, unsigned col) {
+/* Seconds, or a systemd-style span: "90", "90s", "500ms", "15min", "1h 30min", "2d". */
+static int parse_span(ConfParser *cp, const char *v, unsigned col, uint64_t *ret_usec) {
         static const struct { const char *unit; uint64_t usec; } units[] = {
                 { "usec", 1 }, { "us", 1 }, { "msec", 1000 }, { "ms", 1000 },
                 { "seconds", 1000000 }, { "second", 1000000 }, { "sec", 1000000 }, { "s", 1000000 },
@@ -272,10 +273,27 @@ static int parse_rescan(ConfParser *cp, IverConf *c, const char *v, unsigned col
                 total += x * mult;
                 p += strspn(p, " \t");
         }
-        c->rescan_interval_usec = total;
+        *ret_usec = total;
         return 0;
 bad:
         return fail(cp, col, "invalid time span '%s', expected seconds or a span such as 90s, 15min or 1h", v);
+}
+
+/* "0" disables the periodic rescan. */
+static int parse_rescan(ConfParser *cp, IverConf *c, const char *v, unsigned col) {
+        return parse_span(cp, v, col, &c->rescan_interval_usec);
+}
+
+/* How long an exec (or open) waits for its measurement: 1 ms … 10 min. */
+static int parse_on_access_timeout(ConfParser *cp, IverConf *c, const char *v, unsigned col) {
+        uint64_t usec;
+        int r = parse_span(cp, v, col, &usec);
+        if (r < 0)
+                return r;
+        if (usec < 1000 || usec > 600ull * 1000000ull)
+                return fail(cp, col, "on-access timeout '%s' out of range, expected 1ms to 10min (e.g. 2s or 500ms)", v);
+        c->on_access_timeout_usec = usec;
+        return 0;
 }
 
 static int parse_workers(ConfParser *cp, IverConf *c, const char *v, unsigned col) {
@@ -361,6 +379,7 @@ static const struct ConfKey {
         { "Measure", "RescanIntervalSec", parse_rescan         },
         { "Measure", "Workers",           parse_workers        },
         { "Measure", "OnAccess",          parse_on_access      },
+        { "Measure", "OnAccessTimeoutSec", parse_on_access_timeout },
         { "Paths",   "RuntimeDirectory",  parse_runtime_dir    },
         { "Paths",   "StateDirectory",    parse_state_dir      },
         { "Paths",   "Socket",            parse_socket         },
@@ -393,6 +412,8 @@ static int reset_key(IverConf *c, const struct ConfKey *k) {
                 RESET(workers);
         else if (k->parse == parse_on_access)
                 RESET(on_access);
+        else if (k->parse == parse_on_access_timeout)
+                RESET(on_access_timeout_usec);
         else if (k->parse == parse_runtime_dir)
                 RESET(runtime_directory);
         else if (k->parse == parse_state_dir)
@@ -451,7 +472,7 @@ static int parse_line(ConfParser *cp, IverConf *c, char *s, size_t n, const char
                         k = &conf_keys[j];
         if (!k) {
                 const char *expect = strcmp(*section, "TPM") == 0 ? "TCTI=, PCR= or Banks=" :
-                                     strcmp(*section, "Measure") == 0 ? "Hash=, VersionSource=, RescanIntervalSec=, Workers= or OnAccess=" :
+                                     strcmp(*section, "Measure") == 0 ? "Hash=, VersionSource=, RescanIntervalSec=, Workers=, OnAccess= or OnAccessTimeoutSec=" :
                                      strcmp(*section, "Appraise") == 0 ? "Keys= or Keyring=" :
                                      "RuntimeDirectory=, StateDirectory= or Socket=";
                 return fail(cp, (unsigned) i + 1, "unknown key '%.64s' in [%s], expected %s", key, *section, expect);

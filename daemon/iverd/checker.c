@@ -6,29 +6,52 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
 
-#include "pseudofs.h"
 #include "checker.h"
+#include "pseudofs.h"
 #include "evidence.h"
 #include "log.h"
 #include "manager.h"
+#include "onaccess.h"
 #include "pathfd.h"
 #include "recheck.h"
 
 #define DISPATCH_BATCH 4096
 
-static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                           const IverFileAttr *attr, const uint8_t *sig, size_t sig_len) {
-        if (o->result == IVER_CHECK_MEASURED && o->provisional) {
-                /* open writers: look again (close-write comes before the lease can be had) */
-                log_debug("Measured %s provisionally (open writers); will re-check", path);
-                recheck_add(m->recheck, path);
-                return;
+static unsigned use_jobs; /* on-access jobs in flight (the loop thread only) */
+
+unsigned checker_use_jobs(void) {
+        return use_jobs;
+}
+
+void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d, IverHashAlgo algo, const char *what) {
+        m->violations++;
+        log_violation(path, what);
+        if (m->evidence && d) {
+                (void) evidence_record_violation(m->evidence, path, d, algo);
+                (void) evidence_flush(m->evidence); /* listed now, not with the next measurement */
         }
+}
+
+/* use: the check was made for an exec or open waiting on it (on-access). */
+static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
+                           const IverFileAttr *attr, const uint8_t *sig, size_t sig_len, bool use) {
+        /* A provisional result (no read lease: open writers) is listed like any
+         * other, as kernel IMA lists what it measured while writers existed,
+         * and the file is looked at again until it measures stably. When a use
+         * waited for it, the use happened while the file was open for write:
+         * the first such result of an episode gets an open_writers violation
+         * entry (kernel IMA's). iverd's own background reads are not uses. */
+        bool new_episode = false;
         bool retry = o->result == IVER_CHECK_ERROR && recheck_retry(m->recheck, path, o->error);
-        if (o->result != IVER_CHECK_UNSTABLE && !retry)
+        if (o->result == IVER_CHECK_MEASURED && o->provisional)
+                new_episode = recheck_add(m->recheck, path);
+        else if (o->result != IVER_CHECK_UNSTABLE && !retry)
                 recheck_remove(m->recheck, path);
         switch (o->result) {
         case IVER_CHECK_MEASURED:
@@ -39,6 +62,8 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                 log_measurement(path, o, iver_policy_match(m->policy, IVER_CLASS_AUDIT, path, strlen(path), attr, &ad) > 0);
                 if (m->evidence)
                         (void) evidence_record(m->evidence, path, o, d, sig, sig_len);
+                if (use && o->provisional && new_episode)
+                        checker_violation(m, path, d, o->digest.algo, "open_writers: used while open for write");
                 break;
         case IVER_CHECK_UNSTABLE:
                 m->violations++;
@@ -59,6 +84,35 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         }
 }
 
+/* The policy's say on one file: its attributes (attr), the measure decision
+ * (d, when measure), whether it is appraised, and the algorithm. False:
+ * neither, or a pseudo filesystem's file (proc, sysfs…: never hashed,
+ * whatever the policy says; lib/pseudofs.h). */
+static bool decide(Manager *m, const char *path, const IverStat *st, IverFileAttr *attr, IverPolicyDecision *d,
+                   bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo) {
+        IverCookieTable *t = iver_context_cookies(m->ctx);
+        (void) iver_cookie_table_source(t, st->dev, AT_FDCWD, path);
+        *attr = (IverFileAttr) {
+                .fs_magic = iver_cookie_table_fs_magic(t, st->dev),
+                .owner = st->uid,
+                .subject_uid = IVER_UID_UNKNOWN,
+                .mode = st->mode,
+                .size = st->size,
+        };
+        if (iver_fs_is_pseudo(attr->fs_magic, NULL))
+                return false;
+        IverPolicyDecision a;
+        bool measure = iver_policy_match(m->policy, IVER_CLASS_MEASURE, path, strlen(path), attr, d) >= 0 &&
+                       d->matched && d->action == IVER_ACTION_MEASURE;
+        bool appraise = iver_policy_match(m->policy, IVER_CLASS_APPRAISE, path, strlen(path), attr, &a) >= 0 &&
+                        a.matched && a.action == IVER_ACTION_APPRAISE;
+        /* an appraise rule's hash= names the algorithm its signatures use */
+        *ret_algo = appraise && a.hash >= 0 ? a.hash : measure && d->hash >= 0 ? d->hash : m->conf.hash;
+        *ret_measure = measure;
+        *ret_appraise = appraise;
+        return measure || appraise;
+}
+
 /* After the statx: policy, cache lookup, and (if may_submit) the hand-off
  * to a worker. Returns true when the check finished here (hit, not
  * measured), false when it needs hashing (submitted, or not if !may_submit). */
@@ -71,36 +125,20 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
                 iver_check_forget(m->ctx, path);
                 return true;
         }
-        IverCookieTable *t = iver_context_cookies(m->ctx);
-        (void) iver_cookie_table_source(t, st->dev, AT_FDCWD, path);
-        IverFileAttr attr = {
-                .fs_magic = iver_cookie_table_fs_magic(t, st->dev),
-                .owner = st->uid,
-                .subject_uid = IVER_UID_UNKNOWN,
-                .mode = st->mode,
-                .size = st->size,
-        };
-        if (iver_fs_is_pseudo(attr.fs_magic, NULL)) {
-                /* proc, sysfs…: never hashed, whatever the policy says (lib/pseudofs.h) */
-                iver_check_forget(m->ctx, path);
-                return true;
-        }
-        IverPolicyDecision d, a;
-        bool measure = iver_policy_match(m->policy, IVER_CLASS_MEASURE, path, strlen(path), &attr, &d) >= 0 &&
-                       d.matched && d.action == IVER_ACTION_MEASURE;
-        bool appraise = iver_policy_match(m->policy, IVER_CLASS_APPRAISE, path, strlen(path), &attr, &a) >= 0 &&
-                        a.matched && a.action == IVER_ACTION_APPRAISE;
-        if (!measure && !appraise) {
+        IverFileAttr attr;
+        IverPolicyDecision d;
+        bool measure, appraise;
+        IverHashAlgo algo;
+        if (!decide(m, path, st, &attr, &d, &measure, &appraise, &algo)) {
                 iver_check_forget(m->ctx, path); /* the policy may have changed */
                 return true;
         }
-        /* an appraise rule's hash= names the algorithm its signatures use */
-        IverHashAlgo algo = appraise && a.hash >= 0 ? a.hash : measure && d.hash >= 0 ? d.hash : m->conf.hash;
+        onaccess_add_file(m->onaccess, st->dev, path);
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, st, algo, &p, &o);
         if (r <= 0) {
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx); /* seen by this scan */
-                handle_outcome(m, path, &o, measure ? &d : NULL, &attr, NULL, 0);
+                handle_outcome(m, path, &o, measure ? &d : NULL, &attr, NULL, 0, false);
                 return true;
         }
         if (S_ISLNK(st->mode)) { /* a readlink and a hash of its target: done here */
@@ -110,7 +148,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
                 (void) iver_check_finish(m->ctx, path, &p, r, &lm, &o);
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-                handle_outcome(m, path, &o, measure ? &d : NULL, &attr, NULL, 0);
+                handle_outcome(m, path, &o, measure ? &d : NULL, &attr, NULL, 0, false);
                 return true;
         }
         if (!may_submit)
@@ -126,6 +164,92 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         j->keyring = appraise ? m->keyring : NULL;
         workers_submit(m->workers, j);
         return false;
+}
+
+bool checker_dir_measured(Manager *m, const char *dir) {
+        char probe[PATH_MAX + 16];
+        struct statfs sf;
+        snprintf(probe, sizeof(probe), "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, "iverd-probe");
+        IverFileAttr attr = { .fs_magic = statfs(dir, &sf) == 0 ? (uint64_t) sf.f_type : 0, .owner = 0,
+                              .subject_uid = IVER_UID_UNKNOWN, .mode = S_IFREG | 0755, .size = 1 };
+        IverPolicyDecision d;
+        return (iver_policy_match(m->policy, IVER_CLASS_MEASURE, probe, strlen(probe), &attr, &d) >= 0 && d.matched &&
+                d.action == IVER_ACTION_MEASURE) ||
+               (iver_policy_match(m->policy, IVER_CLASS_APPRAISE, probe, strlen(probe), &attr, &d) >= 0 && d.matched &&
+                d.action == IVER_ACTION_APPRAISE);
+}
+
+/* Whether someone else has fd's file open for write (or mapped writable and
+ * shared): then no read lease can be had. Unknown (no lease support) → false. */
+static bool open_for_write(int fd) {
+        if (fcntl(fd, F_SETLEASE, F_RDLCK) == 0) {
+                (void) fcntl(fd, F_SETLEASE, F_UNLCK);
+                return false;
+        }
+        return errno == EAGAIN;
+}
+
+int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter, CheckerUse *u) {
+        IverStat st;
+        IverPending p;
+        IverCheckOutcome o;
+        IverFileAttr attr;
+        bool appraise;
+        int r = iver_context_stat_fd(m->ctx, fd, &st);
+        if (r < 0)
+                return r;
+        /* the usual exec: this inode's content is on record unchanged (a file
+         * open for write cannot be executed: ETXTBSY; a miss hashes under a
+         * read lease, and without one its provisional result is a violation) */
+        if (exec && iver_check_peek(m->ctx, &st))
+                return 0;
+        if (!path)
+                return -EAGAIN; /* the caller looks up the name and asks again */
+        if (!S_ISREG(st.mode) || !decide(m, path, &st, &attr, &u->d, &u->measure, &appraise, &u->algo))
+                return 0;
+        const IverPolicyDecision *d = u->measure ? &u->d : NULL;
+        if (open_for_write(fd)) {
+                if (!exec) {
+                        /* An open (open mode) while a writer exists may be the
+                         * writer's own: the event does not say, and the opener's
+                         * /proc/PID/syscall is not ours to read. Allow it and
+                         * measure now: a provisional result is listed with one
+                         * open_writers entry for the episode. */
+                        manager_queue(m, path);
+                        return 0;
+                }
+                /* kernel IMA's open_writers: what is used may not be what any
+                 * digest on record says; measure it (provisionally) now */
+                (void) recheck_add(m->recheck, path); /* one violation for this episode */
+                checker_violation(m, path, d, u->algo, "open_writers: executed while open for write");
+                iver_check_invalidate(m->ctx, path);
+        }
+        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, u->algo, &p, &o);
+        if (r <= 0) {
+                handle_outcome(m, path, &o, d, &attr, NULL, 0, false);
+                return 0;
+        }
+        Job *j = calloc(1, sizeof(*j));
+        char *copy = strdup(path);
+        int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (!j || !copy || dup < 0) {
+                free(j);
+                free(copy);
+                if (dup >= 0)
+                        close(dup);
+                manager_queue(m, path);
+                return -ENOMEM;
+        }
+        j->path = copy;
+        j->by_fd = true;
+        j->fd = dup; /* the very file being used, whatever the path names by now */
+        j->waiter = waiter;
+        j->pending = p;
+        j->opt = iver_check_measure_options(m->ctx, &p);
+        j->keyring = appraise ? m->keyring : NULL;
+        use_jobs++;
+        workers_submit_first(m->workers, j);
+        return 1;
 }
 
 /* Check one queued path on the loop thread. Returns true when finished here
@@ -218,12 +342,22 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                                d.matched && d.action == IVER_ACTION_MEASURE;
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-                handle_outcome(m, j->path, &o, measure ? &d : NULL, &attr, j->sig, j->sig_len);
+                handle_outcome(m, j->path, &o, measure ? &d : NULL, &attr, j->sig, j->sig_len, j->by_fd);
                 handle_appraisal(m, j, &o);
-                queue_done(m->queue, j->path);
+                if (j->by_fd) {
+                        /* a use waits: what it runs changed throughout hashing */
+                        if (o.result == IVER_CHECK_UNSTABLE && measure && m->evidence)
+                                (void) evidence_record_violation(m->evidence, j->path, &d, j->pending.algo);
+                        onaccess_job_done(m->onaccess, j->waiter);
+                        close(j->fd);
+                        free((char *) j->path);
+                        use_jobs--;
+                } else
+                        queue_done(m->queue, j->path);
                 job_free(j);
         }
         (void) evidence_flush(m->evidence);
+        onaccess_flushed(m->onaccess); /* after the flush: the entry is in the list file */
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_ONESHOT);
         manager_maybe_settled(m);
         return 0;

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 #include <stdbool.h>
+#include <stdint.h>
 #include <systemd/sd-event.h>
+
+#include "iver/policy.h"
 
 typedef struct Manager Manager;
 
@@ -16,3 +19,33 @@ int checker_dispatch(sd_event_source *s, void *userdata);
 bool checker_scan_file(Manager *m, int dirfd, const char *name, const char *path);
 /* Worker eventfd: finish the jobs the pool has done. */
 int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+
+/* What the policy says about a used file (for a later violation entry). */
+typedef struct CheckerUse {
+        IverPolicyDecision d;      /* the measure rule, when measure */
+        bool measure;
+        IverHashAlgo algo;
+} CheckerUse;
+
+/* On-access: the file open as fd (named path) is about to be executed
+ * (exec) or opened. Executed while open for write (no read lease: a writer,
+ * or a writable shared mapping): an open_writers violation entry and a
+ * (provisional) measurement the exec waits for. Opened while open for write
+ * (open mode): allowed at once (it may be the writer's own open, which the
+ * event does not tell) and measured in the background, whose provisional
+ * result carries the episode's open_writers entry. path may be NULL: then an
+ * exec whose content is on record returns 0 and anything else -EAGAIN (ask
+ * again with the name: the cache-hit path costs no readlink).
+ * Returns 0 when its current content is on record, or the policy does not
+ * measure or appraise it (answer now); 1 when a measurement was submitted
+ * ahead of other work (answer at onaccess_job_done(waiter)); -errno when the
+ * file cannot be looked at (answer now). */
+int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter, CheckerUse *ret);
+/* A violation: counted, journal + audit (cause what), and a violation entry
+ * in the list when d (a measure rule) is given. */
+void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d, IverHashAlgo algo, const char *what);
+/* On-access measurements in flight (settle and reload count them). */
+unsigned checker_use_jobs(void);
+/* Whether a regular file directly in dir may be measured or appraised (a
+ * policy probe with a neutral file): on-access marks only such filesystems. */
+bool checker_dir_measured(Manager *m, const char *dir);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -280,19 +281,87 @@ static void cause_token(const char *what, char *out, size_t n) {
         out[o] = 0;
 }
 
+/* Violation lines in the journal are rate-limited (a file rewritten ten times
+ * a second must not flood it): a token bucket per path (hashed into a small
+ * table; a new path takes over a slot with a full bucket) and one for all
+ * paths. Suppressed lines are counted (status: violation_log_suppressed) and
+ * the next line that goes out says how many were left out. The list entries
+ * and the audit records are never rate-limited here: they are the evidence. */
+#define VIOL_SLOTS 64
+#define VIOL_PATH_BURST 3.0
+#define VIOL_PATH_RATE 0.1      /* lines per second per path */
+#define VIOL_ALL_BURST 30.0
+#define VIOL_ALL_RATE 2.0       /* lines per second in all */
+
+static struct {
+        uint64_t hash;
+        double tokens;
+        uint64_t at;
+} viol_slot[VIOL_SLOTS];
+static double viol_all_tokens = VIOL_ALL_BURST;
+static uint64_t viol_all_at;
+static unsigned long long viol_suppressed, viol_pending;
+
+static uint64_t mono_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static double refill(double tokens, uint64_t *at, uint64_t now, double rate, double burst) {
+        if (*at == 0)
+                tokens = burst;
+        else if (now > *at)
+                tokens += (double) (now - *at) / 1e6 * rate;
+        *at = now;
+        return tokens > burst ? burst : tokens;
+}
+
+static bool violation_line_allowed(const char *path) {
+        uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+        for (const unsigned char *p = (const unsigned char *) path; *p; p++)
+                h = (h ^ *p) * 1099511628211ULL;
+        uint64_t now = mono_usec();
+        unsigned i = (unsigned) (h % VIOL_SLOTS);
+        if (viol_slot[i].hash != h) {
+                viol_slot[i].hash = h;
+                viol_slot[i].at = 0;
+        }
+        viol_slot[i].tokens = refill(viol_slot[i].tokens, &viol_slot[i].at, now, VIOL_PATH_RATE, VIOL_PATH_BURST);
+        viol_all_tokens = refill(viol_all_tokens, &viol_all_at, now, VIOL_ALL_RATE, VIOL_ALL_BURST);
+        if (viol_slot[i].tokens < 1.0 || viol_all_tokens < 1.0) {
+                viol_suppressed++;
+                viol_pending++;
+                return false;
+        }
+        viol_slot[i].tokens -= 1.0;
+        viol_all_tokens -= 1.0;
+        return true;
+}
+
+unsigned long long log_violations_suppressed(void) {
+        return viol_suppressed;
+}
+
 void log_violation(const char *path, const char *what) {
-        char esc[8192], msg[8192 + 512];
+        char extra[300], cause[64];
+        cause_token(what, cause, sizeof(cause));
+        snprintf(extra, sizeof(extra), "cause=%s", cause);
+        audit("violation", path, extra, false);
+        if (!violation_line_allowed(path))
+                return;
+        char esc[8192], more[96] = "";
         escape(path, esc, sizeof(esc));
-        snprintf(msg, sizeof(msg), "Violation on %s: %s", esc, what);
+        if (viol_pending > 0)
+                snprintf(more, sizeof(more), " (%llu violation lines suppressed before this one)", viol_pending);
+        viol_pending = 0;
+        char msg[8192 + 512];
+        snprintf(msg, sizeof(msg), "Violation on %s: %s%s", esc, what, more);
         if (journal_fd >= 0)
                 (void) journal_send(LOG_WARNING, IVERD_MESSAGE_VIOLATION, msg, "IVERD_PATH", path, "IVERD_VIOLATION", what,
                                     NULL);
         else
                 fprintf(stderr, "iverd: %s\n", msg);
-        char extra[300], cause[64];
-        cause_token(what, cause, sizeof(cause));
-        snprintf(extra, sizeof(extra), "cause=%s", cause);
-        audit("violation", path, extra, false);
 }
 
 void log_reload(bool ok, const char *detail) {

@@ -40,6 +40,7 @@ int log_file_errno(int level, int error, const char *format, ...) __attribute__(
 #define log_warning(...) log_full_errno(LOG_WARNING, 0, __VA_ARGS__)
 #define log_error(...) log_full_errno(LOG_ERR, 0, __VA_ARGS__)
 #define log_error_errno(e, ...) log_full_errno(LOG_ERR, (e), __VA_ARGS__)
+#define log_notice_errno(e, ...) log_full_errno(LOG_NOTICE, (e), __VA_ARGS__)
 #define log_warning_errno(e, ...) log_full_errno(LOG_WARNING, (e), __VA_ARGS__)
 #define log_file_warning_errno(e, ...) log_file_errno(LOG_WARNING, (e), __VA_ARGS__)
 
@@ -47,8 +48,11 @@ int log_file_errno(int level, int error, const char *format, ...) __attribute__(
  * MESSAGE_ID=) only with -v, an audit record only when audit is true (an
  * audit policy rule matched the file). */
 void log_measurement(const char *path, const IverCheckOutcome *o, bool audit);
-/* A violation (unstable file, appraisal failure…): journal at warning and audit. */
+/* A violation (unstable file, appraisal failure, open_writers…): an audit
+ * record always, a journal line at warning (rate-limited per path and in all). */
 void log_violation(const char *path, const char *what);
+/* Violation journal lines left out by the rate limit since start. */
+unsigned long long log_violations_suppressed(void);
 /* A daemon-level audit event (snapshot discarded…). */
 void log_audit(const char *op, const char *detail, bool ok);
 /* Reload outcome. */

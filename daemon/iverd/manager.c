@@ -185,7 +185,7 @@ static void sweep(Manager *m) {
 }
 
 bool manager_settled(const Manager *m) {
-        return queue_queued(m->queue) == 0 && queue_inflight(m->queue) == 0 && !walk_busy(m->walk) &&
+        return queue_queued(m->queue) == 0 && queue_inflight(m->queue) == 0 && checker_use_jobs() == 0 && !walk_busy(m->walk) &&
                !recheck_pending_soon(m->recheck) && !(m->evidence && evidence_pending(m->evidence));
 }
 
@@ -271,7 +271,7 @@ int manager_reload(Manager *m, char **ret_error) {
          * running values; the rest switch now */
         m->conf.hash = conf.hash;
         m->conf.rescan_interval_usec = conf.rescan_interval_usec;
-        if (queue_inflight(m->queue) == 0) {
+        if (queue_inflight(m->queue) == 0 && checker_use_jobs() == 0) {
                 /* jobs in flight point at the keyring: swap it only when none are */
                 IverKeyring *kr = settings_load_keyring(&conf);
                 if (kr) {
@@ -390,9 +390,13 @@ int manager_new(const Overrides *o, Manager **ret) {
             (r = recheck_new(m, &m->recheck)) < 0)
                 goto fail;
         if (m->conf.on_access != IVER_ON_ACCESS_NONE) {
-                r = onaccess_new(m, m->conf.on_access, &m->onaccess);
-                if (r < 0)
-                        goto fail;
+                r = onaccess_new(m, m->conf.on_access, m->conf.on_access_timeout_usec, &m->onaccess);
+                if (r < 0) {
+                        /* no fanotify permission events here (kernel, container, missing CAP_SYS_ADMIN) */
+                        log_notice_errno(r, "On-access checks unavailable (%m): OnAccess=%s falls back to none",
+                                         iver_on_access_to_string(m->conf.on_access));
+                        m->conf.on_access = IVER_ON_ACCESS_NONE;
+                }
         }
 
         r = evidence_new(m, &m->conf, &m->evidence);
@@ -412,10 +416,11 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         control_free(m->control);
+        /* uses held for measurement are allowed before anything else goes */
+        m->onaccess = onaccess_free(m->onaccess);
         /* workers first: they may still be hashing paths the queue owns */
         workers_free(m->workers);
         evidence_free(m->evidence);
-        onaccess_free(m->onaccess);
         recheck_free(m->recheck);
         walk_free(m->walk);
         watch_free(m->watch);

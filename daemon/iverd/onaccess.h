@@ -1,20 +1,49 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
+#include <json-c/json.h>
+#include <stdint.h>
 
 #include "iver/conf.h"
 
 typedef struct Manager Manager;
 typedef struct OnAccess OnAccess;
 
-/* On-access triggers through fanotify (OnAccess=exec|open): filesystem marks
- * on every filesystem holding a measured directory; an exec (or open) of a
- * file queues its check, as kernel IMA measures files when they are used, and
- * close-after-write catches mmap stores that do not move ctime yet.
- * Notification class: iverd measures, it does not block the caller (no
- * permission events, so the daemon's own opens can never deadlock it). */
-int onaccess_new(Manager *m, IverOnAccess mode, OnAccess **ret);
+/* Measured before use (OnAccess=exec|open), kernel IMA's BPRM_CHECK /
+ * FILE_CHECK in user space: a fanotify permission group (FAN_CLASS_CONTENT)
+ * with filesystem marks on the filesystems that hold measured directories
+ * only. An exec (FAN_OPEN_EXEC_PERM; and any open, FAN_OPEN_PERM, in open
+ * mode) of a measured file is held until its current content is measured and
+ * listed: a cache hit is allowed at once, a miss is hashed ahead of scan work
+ * and allowed when its list entry is flushed. Every wait is bounded
+ * (OnAccessTimeoutSec=): past it the use is allowed anyway and a violation
+ * entry ("executed before measured") is listed.
+ *
+ * The kernel has no timeout for permission events, so nothing here may leave
+ * a use waiting on the daemon's health: a timer thread that never touches the
+ * cache, the list, the TPM or the journal answers at the deadline and takes
+ * over reading the group if the event loop stops draining it; the daemon's
+ * own opens (open mode) are answered at once by that thread; on exit every
+ * pending event is allowed and the group closed (the kernel allows whatever
+ * was still queued). A stopped or hung process still holds uses on the marked
+ * filesystems until it is killed (the unit's watchdog does that).
+ * Close-after-write events of the same group invalidate cached digests (stores
+ * through a shared mapping move no timestamp on tmpfs). */
+int onaccess_new(Manager *m, IverOnAccess mode, uint64_t timeout_usec, OnAccess **ret);
 OnAccess *onaccess_free(OnAccess *o);
-/* Mark the filesystem holding dir (once per filesystem). */
+/* Mark the filesystem holding dir (once per filesystem) if files directly
+ * in dir may be measured (the walker calls it for every directory, ancestors
+ * of measured trees included: those are not marked). */
 void onaccess_add(OnAccess *o, const char *dir);
+/* A measured file (dev as in IverStat): its filesystem is marked if not yet. */
+void onaccess_add_file(OnAccess *o, uint32_t dev, const char *path);
+/* The measurement submitted for waiter (checker_use) was recorded: it is
+ * allowed by onaccess_flushed(), after the list is written. */
+void onaccess_job_done(OnAccess *o, uint64_t waiter);
+/* The list was flushed: answer the uses whose measurement is in it. */
+void onaccess_flushed(OnAccess *o);
+/* Uses waiting for a measurement (settle counts them). */
+unsigned onaccess_waiting(const OnAccess *o);
 unsigned onaccess_marks(const OnAccess *o);
 unsigned long long onaccess_events(const OnAccess *o);
+/* status: on_access_* counters. */
+void onaccess_status(const OnAccess *o, json_object *obj);

@@ -117,7 +117,7 @@ static ssize_t find(const Recheck *r, const char *path) {
         return -1;
 }
 
-static void add(Recheck *r, const char *path, uint64_t delay, unsigned max_tries, bool retry) {
+static bool add(Recheck *r, const char *path, uint64_t delay, unsigned max_tries, bool retry) {
         ssize_t i = find(r, path);
         if (i >= 0) {
                 Item *it = &r->items[i];
@@ -125,27 +125,29 @@ static void add(Recheck *r, const char *path, uint64_t delay, unsigned max_tries
                         *it = (Item) { .path = it->path, .delay = delay, .due = now_usec() + delay,
                                        .max_tries = max_tries };
                         arm(r);
+                        return true; /* given up on before: a new episode */
                 }
-                return; /* keeps its backoff */
+                return false; /* keeps its backoff */
         }
         if (r->n == r->cap) {
                 size_t cap = r->cap ? r->cap * 2 : 16;
                 Item *it = realloc(r->items, cap * sizeof(Item));
                 if (!it)
-                        return;
+                        return true;
                 r->items = it;
                 r->cap = cap;
         }
         char *p = strdup(path);
         if (!p)
-                return;
+                return true;
         r->items[r->n++] = (Item) { .path = p, .delay = delay, .due = now_usec() + delay, .max_tries = max_tries,
                                     .retry = retry };
         arm(r);
+        return true;
 }
 
-void recheck_add(Recheck *r, const char *path) {
-        add(r, path, DELAY_MIN_USEC, TRIES, false);
+bool recheck_add(Recheck *r, const char *path) {
+        return add(r, path, DELAY_MIN_USEC, TRIES, false);
 }
 
 bool recheck_retry(Recheck *r, const char *path, int error) {

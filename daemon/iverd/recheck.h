@@ -17,7 +17,8 @@ typedef struct Recheck Recheck;
  * try and waits for its next event. */
 int recheck_new(Manager *m, Recheck **ret);
 Recheck *recheck_free(Recheck *r);
-void recheck_add(Recheck *r, const char *path);
+/* True when path was not being re-checked: a new episode of instability. */
+bool recheck_add(Recheck *r, const char *path);
 /* A measurement failed with error (-errno): when the cause is transient
  * (EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN; EIO once) the path is checked again
  * with backoff and true is returned. */

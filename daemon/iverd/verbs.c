@@ -55,6 +55,8 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "on_access", json_object_new_string(iver_on_access_to_string(m->conf.on_access)));
         ADD(o, "fanotify_marks", U64(onaccess_marks(m->onaccess)));
         ADD(o, "fanotify_events", U64(onaccess_events(m->onaccess)));
+        onaccess_status(m->onaccess, o);
+        ADD(o, "violation_log_suppressed", U64(log_violations_suppressed()));
         ADD(o, "pending", U64(queue_queued(m->queue) + queue_inflight(m->queue)));
         ADD(o, "queued", U64(queue_queued(m->queue)));
         ADD(o, "hashing", U64(queue_inflight(m->queue)));

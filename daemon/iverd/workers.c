@@ -149,7 +149,8 @@ static int measure_cached(DirCache *c, const char *path, const IverMeasureOption
 
 static void run(Job *j, DirCache *c) {
         j->opt.sigio_ignored = true; /* manager_new() prepared them before the pool started */
-        j->r = measure_cached(c, j->path, &j->opt, &j->m);
+        /* on-access: the very file being used, whatever its path names by now */
+        j->r = j->by_fd ? iver_measure_fd(j->fd, &j->opt, &j->m) : measure_cached(c, j->path, &j->opt, &j->m);
         if (j->keyring && j->r >= 0)
                 appraisal_run(j);
 }
@@ -328,6 +329,21 @@ void workers_flush(Workers *w) {
 
 size_t workers_light(const Workers *w) {
         return w->light;
+}
+
+void workers_submit_first(Workers *w, Job *j) {
+        j->big = j->pending.st.size >= BIG_FILE_BYTES;
+        if (!j->big)
+                w->light++;
+        pthread_mutex_lock(&w->lock);
+        List *l = j->big ? &w->big : &w->small;
+        j->next = l->head;
+        l->head = j;
+        if (!l->tail)
+                l->tail = j;
+        l->n++;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
 }
 
 Job *workers_take_done(Workers *w) {

@@ -20,6 +20,10 @@ typedef struct Job {
         uint8_t *sig;              /* security.ima when it is a signature (for ima-sig entries) */
         size_t sig_len;
         bool big;                  /* set by workers_submit: a big file (workers.c) */
+        /* on-access (onaccess.c): hash this open file (the one being executed), not path */
+        bool by_fd;
+        int fd;
+        uint64_t waiter;           /* the permission event waiting for this job (0: none) */
 } Job;
 
 void job_free(Job *j);
@@ -36,6 +40,9 @@ void workers_flush(Workers *w);
 /* Small-file jobs submitted and not yet taken back: the loop's in-flight
  * window. Big files do not count (they occupy at most n-1 workers). */
 size_t workers_light(const Workers *w);
+/* The same, ahead of every queued job of its size class: a permission event
+ * waits for it (hashed from its open fd). */
+void workers_submit_first(Workers *w, Job *job);
 /* iver_measure(AT_FDCWD, path, …) that follows no symlink in any component of
  * path, of any length (PATH_MAX does not apply) */
 int workers_measure_path(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);

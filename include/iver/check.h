@@ -125,10 +125,18 @@ int iver_check_begin(IverContext *ctx, int dirfd, const char *path, IverHashAlgo
 
 /* statx as the context needs it (seed-ABI bit only where a filesystem uses it). */
 int iver_context_stat(IverContext *ctx, int dirfd, const char *path, IverStat *ret);
+/* The same on an open file (a fanotify event's fd). */
+int iver_context_stat_fd(IverContext *ctx, int fd, IverStat *ret);
 /* Begin on an observation the caller already made with iver_context_stat()
  * (a daemon stats first to evaluate its policy). Same contract as begin. */
 int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const IverStat *st, IverHashAlgo algo,
                           IverPending *pending, IverCheckOutcome *out);
+
+/* Whether the file observed as st (an open file being used) is on record
+ * unchanged: its inode's entry is measured, stable, and has the same cookie.
+ * No path, no policy, no side effect (no ledger, no cache update): the fast
+ * path of a permission event. false: look properly (begin). */
+bool iver_check_peek(const IverContext *ctx, const IverStat *st);
 
 /* Measure options that go with a pending check. */
 IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const IverPending *pending);

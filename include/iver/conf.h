@@ -37,7 +37,8 @@ typedef struct IverConf {
         IverVersionMode version_source;
         uint64_t rescan_interval_usec; /* 0: no periodic rescan */
         unsigned workers;            /* 0: one per online CPU */
-        IverOnAccess on_access;
+        IverOnAccess on_access;      /* default exec (iverd falls back to none where fanotify is missing) */
+        uint64_t on_access_timeout_usec; /* bounded wait of an exec for its measurement */
         /* [Paths] */
         char *runtime_directory;
         char *state_directory;
@@ -52,6 +53,7 @@ typedef struct IverConf {
 #define IVER_CONF_DEFAULT_STATE_DIR   "/var/lib/iverd"
 #define IVER_CONF_DEFAULT_SOCKET      "/run/iverd/iverd.sock"
 #define IVER_CONF_DEFAULT_RESCAN_USEC (3600ull * 1000000ull)
+#define IVER_CONF_DEFAULT_ON_ACCESS_TIMEOUT_USEC (2ull * 1000000ull)
 #define IVER_CONF_FILE_MAX            (1024u * 1024u)
 
 /* Where a file went wrong: "FILE:LINE:COLUMN: message" through

@@ -101,7 +101,7 @@ stop_swtpm() { # [-9]
 
 IVERD_TPM_ARGS=()
 start_iverd() { # [extra iverd args]
-        IVERD_LOG_STDERR=1 "$IVERD" --policy "$D/p.policy" --runtime-dir "$RUN" --state-dir "$D/state" \
+        IVERD_LOG_STDERR=1 "$IVERD" --on-access none --policy "$D/p.policy" --runtime-dir "$RUN" --state-dir "$D/state" \
                 "${IVERD_TPM_ARGS[@]}" "$@" >>"$D/iverd.log" 2>&1 &
         IVERD_PID=$!
         track_pid "$IVERD_PID"

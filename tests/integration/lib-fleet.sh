@@ -66,7 +66,7 @@ fleet_start_swtpm() {
 fleet_start_iverd() {
         local policy=$1
         shift
-        IVERD_LOG_STDERR=1 "$IVERD" --policy "$policy" --runtime-dir "$D/run" --state-dir "$D/state" \
+        IVERD_LOG_STDERR=1 "$IVERD" --on-access none --policy "$policy" --runtime-dir "$D/run" --state-dir "$D/state" \
                 --workers 2 "$@" 2>"$D/iverd.log" &
         IVERD_PID=$!
         FLEET_PIDS+=("$IVERD_PID")

@@ -46,7 +46,7 @@ swtpm socket --tpm2 --server type=unixio,path="$D/tpm/s.sock" --ctrl type=unixio
         --tpmstate dir="$D/tpm" --flags startup-clear,not-need-init >"$D/swtpm.log" 2>&1 &
 SWTPM_PID=$!
 for _ in $(seq 100); do [ -S "$D/tpm/s.sock" ] && break; sleep 0.05; done
-IVERD_LOG_STDERR=1 "$BUILD/iverd" --config "$D/iverd.conf" --policy "$D/p.policy" --runtime-dir "$D/run" \
+IVERD_LOG_STDERR=1 "$BUILD/iverd" --on-access none --config "$D/iverd.conf" --policy "$D/p.policy" --runtime-dir "$D/run" \
         --state-dir "$D/state" --tpm "swtpm:path=$D/tpm/s.sock" --pcr 23 >"$D/iverd.log" 2>&1 &
 IVERD_PID=$!
 for _ in $(seq 100); do ctl status >/dev/null 2>&1 && break; sleep 0.05; done

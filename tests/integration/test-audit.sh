@@ -111,7 +111,7 @@ printf 'measure path=%s/tree/**\naudit path=%s/tree/normal.conf\n' "$S" "$S" > "
 : > "$S/iverd.conf"
 
 step "iverd (private network namespace, like PrivateNetwork=yes)"
-IVERD_LOG_STDERR=1 unshare --net -- "$BUILD/iverd" --config "$S/iverd.conf" --policy "$S/test.policy" \
+IVERD_LOG_STDERR=1 unshare --net -- "$BUILD/iverd" --on-access none --config "$S/iverd.conf" --policy "$S/test.policy" \
   --runtime-dir "$S/run" --state-dir "$S/state" --tpm none > "$S/iverd.log" 2>&1 &
 IVERD_PID=$!
 

@@ -29,7 +29,7 @@ start_swtpm() {
         fail "swtpm did not start"
 }
 start_iverd() {
-        IVERD_LOG_STDERR=1 "$BUILD/iverd" --policy "$D/p.policy" --runtime-dir "$D/run" --state-dir "$D/state" \
+        IVERD_LOG_STDERR=1 "$BUILD/iverd" --on-access none --policy "$D/p.policy" --runtime-dir "$D/run" --state-dir "$D/state" \
                 --tpm "swtpm:path=$D/swtpm.sock" --pcr 23 >>"$D/iverd.log" 2>&1 &
         IVERD_PID=$!
         for _ in $(seq 100); do ctl status >/dev/null 2>&1 && return 0; sleep 0.05; done

@@ -267,7 +267,7 @@ start_iverd() {
         mkdir -p "$D_DIR"
         D_SOCK=$D_DIR/run/iverd.sock
         D_LOG=$D_DIR/iverd.log
-        IVERD_LOG_STDERR=1 "$IVERD" --policy "$policy" --runtime-dir "$D_DIR/run" --state-dir "$D_DIR/state" \
+        IVERD_LOG_STDERR=1 "$IVERD" --on-access none --policy "$policy" --runtime-dir "$D_DIR/run" --state-dir "$D_DIR/state" \
                 --tpm none "$@" 2>"$D_LOG" &
         D_PID=$!
         iver_track_pid "$D_PID"
@@ -579,7 +579,7 @@ scenario_f() {          # socket activation + readiness
         iver_track_pid "$lpid"
         for ((i = 0; i < 100; i++)); do grep -q LISTENING "$d/notify" 2>/dev/null && break; sleep 0.05; done
         NOTIFY_SOCKET=@$name IVERD_LOG_STDERR=1 systemd-socket-activate -l "$d/act.sock" -E NOTIFY_SOCKET -E IVERD_LOG_STDERR \
-                "$IVERD" --policy "$d/policy" --runtime-dir "$d/run" --state-dir "$d/state" --tpm none 2>"$d/iverd.log" &
+                "$IVERD" --on-access none --policy "$d/policy" --runtime-dir "$d/run" --state-dir "$d/state" --tpm none 2>"$d/iverd.log" &
         pid=$!
         iver_track_pid "$pid"
         DAEMONS+=("$pid")

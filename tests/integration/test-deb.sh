@@ -136,7 +136,7 @@ mkdir -p "$S/tree" "$S/run" "$S/state"
 printf 'one\n' > "$S/tree/a"; head -c 100000 /dev/urandom > "$S/tree/b"
 printf 'measure path=%s/tree/**\n' "$S" > "$S/test.policy"
 "$R/usr/bin/iverctl" policy check "$S/test.policy"
-IVERD_LOG_STDERR=1 "$R/usr/sbin/iverd" --config "$R/etc/iverd/iverd.conf" --policy "$S/test.policy" \
+IVERD_LOG_STDERR=1 "$R/usr/sbin/iverd" --on-access none --config "$R/etc/iverd/iverd.conf" --policy "$S/test.policy" \
   --runtime-dir "$S/run" --state-dir "$S/state" --tpm none > "$S/iverd.log" 2>&1 &
 IVERD_PID=$!
 export IVERD_SOCKET=$S/run/iverd.sock

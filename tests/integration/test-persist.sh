@@ -32,7 +32,7 @@ ctl() { "$BUILD/iverctl" "$@"; }
 stat_of() { ctl stats --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 start() {
         local t0; t0=$(date +%s.%N)
-        IVERD_LOG_STDERR=1 "$BUILD/iverd" --policy "$D/p.policy" --runtime-dir "$D/run" --state-dir "$D/state" \
+        IVERD_LOG_STDERR=1 "$BUILD/iverd" --on-access none --policy "$D/p.policy" --runtime-dir "$D/run" --state-dir "$D/state" \
                 --tpm none >>"$D/iverd.log" 2>&1 &
         IVERD_PID=$!
         for _ in $(seq 400); do ctl status >/dev/null 2>&1 && break; sleep 0.02; done

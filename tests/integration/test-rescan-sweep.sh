@@ -33,7 +33,7 @@ for i in 1 2 3; do echo "file $i" >"$D/tree/sub/f$i"; done
 printf 'measure path="%s/tree/**"\n' "$D" >"$D/p.policy"
 export IVERD_SOCKET=$D/run/iverd.sock
 ctl() { "$BUILD/iverctl" "$@"; }
-IVERD_LOG_STDERR=1 LD_PRELOAD="$D/nowatch.so" "$BUILD/iverd" --policy "$D/p.policy" --runtime-dir "$D/run" \
+IVERD_LOG_STDERR=1 LD_PRELOAD="$D/nowatch.so" "$BUILD/iverd" --on-access none --policy "$D/p.policy" --runtime-dir "$D/run" \
         --state-dir "$D/run" --tpm none >"$D/iverd.log" 2>&1 &
 PID=$!
 for _ in $(seq 100); do ctl status >/dev/null 2>&1 && break; sleep 0.05; done

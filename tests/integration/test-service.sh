@@ -146,7 +146,7 @@ EOF
 cat > "$S/units/iverd.service.d/test.conf" <<EOF
 [Service]
 ExecStart=
-ExecStart=$PREFIX/sbin/iverd --tpm none --config /etc/iverd/iverd.conf --policy /etc/iverd/iverd.policy
+ExecStart=$PREFIX/sbin/iverd --tpm none --on-access none --config /etc/iverd/iverd.conf --policy /etc/iverd/iverd.policy
 Environment=LD_LIBRARY_PATH=$LIBDIR
 EOF
 # The demo tree: base/ measured from the start, extra/ only after the reload.

@@ -40,7 +40,8 @@ START_TEST(test_defaults) {
         ck_assert_int_eq(c.version_source, IVER_VERSION_AUTO);
         ck_assert_uint_eq(c.rescan_interval_usec, 3600ull * 1000000ull);
         ck_assert_uint_eq(c.workers, 0);
-        ck_assert_int_eq(c.on_access, IVER_ON_ACCESS_NONE);
+        ck_assert_int_eq(c.on_access, IVER_ON_ACCESS_EXEC);
+        ck_assert_uint_eq(c.on_access_timeout_usec, 2000000ull);
         ck_assert_str_eq(c.runtime_directory, "/run/iverd");
         ck_assert_str_eq(c.state_directory, "/var/lib/iverd");
         ck_assert_str_eq(c.socket_path, "/run/iverd/iverd.sock");
@@ -105,6 +106,10 @@ START_TEST(test_every_key) {
         ck_assert_uint_eq(c.rescan_interval_usec, 500000ull);
         apply_ok(&c, "");
         ck_assert_uint_eq(c.rescan_interval_usec, 500000ull);
+        apply_ok(&c, "[Measure]\nOnAccessTimeoutSec=250ms\n");
+        ck_assert_uint_eq(c.on_access_timeout_usec, 250000ull);
+        apply_ok(&c, "[Measure]\nOnAccessTimeoutSec=\n");
+        ck_assert_uint_eq(c.on_access_timeout_usec, 2000000ull);
         iver_conf_done(&c);
 }
 END_TEST
@@ -118,7 +123,9 @@ static const struct {
         { "[TPM]\nbogus line\n", "t.conf:2:1: 'bogus line' is not Key=value, expected a key such as Workers=4" },
         { "[TPM]\nWorkers=4\n", "t.conf:2:1: unknown key 'Workers' in [TPM], expected TCTI=, PCR= or Banks=" },
         { "[Measure]\n  TCTI=none\n",
-          "t.conf:2:3: unknown key 'TCTI' in [Measure], expected Hash=, VersionSource=, RescanIntervalSec=, Workers= or OnAccess=" },
+          "t.conf:2:3: unknown key 'TCTI' in [Measure], expected Hash=, VersionSource=, RescanIntervalSec=, Workers=, OnAccess= or OnAccessTimeoutSec=" },
+        { "[Measure]\nOnAccessTimeoutSec=0\n",
+          "t.conf:2:20: on-access timeout '0' out of range, expected 1ms to 10min (e.g. 2s or 500ms)" },
         { "[Paths]\nSocketPath=/x\n",
           "t.conf:2:1: unknown key 'SocketPath' in [Paths], expected RuntimeDirectory=, StateDirectory= or Socket=" },
         { "[TPM]\nTCTI=device /dev/tpm0\n",
