@@ -226,8 +226,12 @@ void fstrack_coverage_break(FsTrack *t, FsTrackMode mode) {
                         t->fs[i].coverage_since = now;
                         any = true;
                 }
-        if (any && mode == FSTRACK_FANOTIFY)
+        /* within one read of the queue nothing was measured between two
+         * breaks: flagging the cache once is enough */
+        if (any && mode == FSTRACK_FANOTIFY && (t->flagged_seq != t->drain_seq || t->drain_seq == 0)) {
                 flag_written(t, NULL);
+                t->flagged_seq = t->drain_seq;
+        }
 }
 
 void fstrack_policy_changed(FsTrack *t) {
