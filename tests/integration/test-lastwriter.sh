@@ -111,7 +111,11 @@ row() {
                 "$([[ $OK == 1 ]] && echo PASS || echo FAIL)" >>"$TABLE"
         echo "  $1: remeasured +$((r - $2)) metadata_only +$((m - $3)) digest $DIG"
 }
-begin() { OK=1; DIG=-; R0=$(stat_of remeasured); M0=$(stat_of metadata_only); echo "== [$FS] $1"; }
+begin() {              # begin TITLE: counters now (0 when no daemon runs: the caller takes them after starting one)
+        OK=1; DIG=-; R0=0; M0=0
+        [[ -n $D_PID ]] && { R0=$(stat_of remeasured); M0=$(stat_of metadata_only); }
+        echo "== [$FS] $1"
+}
 # same_size_write FILE: other bytes, same size, mtime and atime restored
 same_size_write() {
         touch -r "$1" "$W/ref"
