@@ -45,6 +45,9 @@ static TrackedFs *find_fsid(FsTrack *t, const fsid_t *fsid, struct file_handle *
                         if (memcmp(&f->alias[k], fsid, sizeof(*fsid)) == 0)
                                 return f;
         }
+        for (unsigned i = 0; i < t->n_retired && i < ELEMENTSOF(t->retired); i++)
+                if (memcmp(&t->retired[i], fsid, sizeof(*fsid)) == 0)
+                        return NULL; /* left the mount table; nothing measured is reached through it */
         for (unsigned i = 0; i < t->n_fs; i++) {
                 TrackedFs *f = &t->fs[i];
                 if (f->mode != FSTRACK_FANOTIFY || mount_fd(f) < 0)

@@ -62,6 +62,8 @@ struct FsTrack {
         unsigned ignores;
         bool ignores_ok;
         bool warned_fsid;
+        fsid_t retired[16];       /* filesystems that left: their mark stays, their events are dropped */
+        unsigned n_retired;
         uint64_t drain_seq, flagged_seq; /* one coverage break per drain flags the cache once */
         uint64_t events, overflows;
 };

@@ -242,6 +242,7 @@ void fstrack_policy_changed(FsTrack *t) {
 }
 
 void fstrack_mounts_changed(FsTrack *t) {
+        bool left = false;
         if (!t)
                 return;
         fstrack_caches_clear(t);
@@ -254,13 +255,25 @@ void fstrack_mounts_changed(FsTrack *t) {
                         i++;
                         continue;
                 }
-                /* unmounted (its mark went with it) or covered: found again by the walk */
+                /* unmounted (its mark went with it) or covered: its mark (if the
+                 * superblock lives on) keeps sending events, dropped from now on;
+                 * entries on it are no longer attested (no record) */
                 log_info("Filesystem %s (%s) left the mount table", f->mount, f->fstype);
+                if (f->mode == FSTRACK_FANOTIFY) {
+                        t->retired[t->n_retired++ % ELEMENTSOF(t->retired)] = f->fsid;
+                        for (unsigned k = 0; k < f->n_alias; k++)
+                                t->retired[t->n_retired++ % ELEMENTSOF(t->retired)] = f->alias[k];
+                }
+                left = true;
                 free(f->mount);
                 if (f->mount_fd >= 0)
                         close(f->mount_fd);
                 t->fs[i] = t->fs[--t->n_fs];
         }
+        /* the same filesystem may still hold measured directories elsewhere:
+         * a full walk tracks them again (a new record, a new coverage start) */
+        if (left)
+                (void) manager_rescan(t->m);
 }
 
 int fstrack_attest(void *userdata, const IverStat *st) {
