@@ -132,7 +132,31 @@ static void flag_written(FsTrack *t, const TrackedFs *only) {
         }
 }
 
+static bool pseudo_fs(uint64_t magic) {
+        switch (magic) {
+        case 0x9fa0:     /* proc */
+        case 0x62656572: /* sysfs */
+        case 0x64626720: /* debugfs */
+        case 0x74726163: /* tracefs */
+        case 0x73636673: /* securityfs */
+        case 0x27e0eb:   /* cgroup */
+        case 0x63677270: /* cgroup2 */
+        case 0x1cd1:     /* devpts */
+        case 0xcafe4a11: /* bpf */
+        case 0xde5e81e4: /* efivarfs */
+        case 0x62656570: /* configfs */
+        case 0x6165676c: /* pstore */
+                return true;
+        default:
+                return false;
+        }
+}
+
 static FsTrackMode choose_mode(FsTrack *t, const char *dir, const struct statfs *sfs, const char **ret_why) {
+        if (pseudo_fs((uint64_t) sfs->f_type)) {
+                *ret_why = "pseudo filesystem: never marked";
+                return FSTRACK_INOTIFY;
+        }
         if (t->fd < 0) {
                 *ret_why = strerror(t->init_error);
                 return FSTRACK_INOTIFY;
