@@ -11,6 +11,7 @@
 
 #include "checker.h"
 #include "evidence.h"
+#include "fstrack.h"
 #include "log.h"
 #include "manager.h"
 #include "recheck.h"
@@ -138,6 +139,7 @@ bool checker_scan_file(Manager *m, int dirfd, const char *name, const char *path
 int checker_dispatch(sd_event_source *s, void *userdata) {
         Manager *m = userdata;
         const char *path;
+        fstrack_sync(m->fstrack); /* events before these checks' statx flag the entries they replace */
         for (unsigned n = 0; n < DISPATCH_BATCH && queue_inflight(m->queue) < m->max_inflight; n++) {
                 path = queue_pop(m->queue);
                 if (!path)

@@ -300,6 +300,11 @@ void fstrack_mounts_changed(FsTrack *t) {
                 (void) manager_rescan(t->m);
 }
 
+void fstrack_sync(FsTrack *t) {
+        if (t && t->fd >= 0 && t->n_fs > 0)
+                (void) fstrack_drain(t, 4);
+}
+
 int fstrack_attest(void *userdata, const IverStat *st) {
         FsTrack *t = userdata;
         TrackedFs *f = fstrack_find_dev(t, st->dev);
