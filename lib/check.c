@@ -189,6 +189,26 @@ static bool lease_free(int dirfd, const char *path, const IverStat *st) {
         return true;
 }
 
+/* Why a moved cookie with no write flag, continuous coverage, same size and
+ * identity and a free lease means unchanged content (checked against each
+ * way content changes; tests/integration/itest-fsops.c, test-lastwriter.sh):
+ *  - write, pwrite, writev, O_DIRECT, truncate/ftruncate (size or not),
+ *    fallocate (extend, punch hole, zero range), copy_file_range,
+ *    FICLONE/FICLONERANGE, splice: the kernel reports FAN_MODIFY for the
+ *    inode, whatever path, hard link, bind mount or mount namespace was used;
+ *  - io_uring writes, writes of a loop device backed by the file and any
+ *    other writer: the writer holds a writable fd, so no lease until it is
+ *    closed, and its close reports FAN_CLOSE_WRITE;
+ *  - stores through a MAP_SHARED mapping report nothing: the mapping refuses
+ *    the lease while it exists (even with its fd closed), and the last
+ *    reference going (munmap) reports FAN_CLOSE_WRITE — after the stores.
+ *    The flag is set by any write event since the measurement, also one
+ *    that came before the cookie moved;
+ *  - the lease is probed before the attest hook drains the queue: once no
+ *    writer holds the file every write it made has queued its event;
+ *  - lost events (overflow), a daemon restart and an unmarked filesystem
+ *    count as writes to everything there (the daemon flags the entries).
+ * Without the hook (no whole-filesystem tracking) every cookie move re-hashes. */
 #define UNTRUSTED_FLAGS (IVER_ENTRY_PROVISIONAL | IVER_ENTRY_RACY | IVER_ENTRY_UNSTABLE | IVER_ENTRY_STALE)
 
 bool iver_check_rule(IverContext *ctx, int dirfd, const char *path, const IverStat *st, IverCookieSource source,

@@ -15,6 +15,7 @@
 #include "checker.h"
 #include "pseudofs.h"
 #include "evidence.h"
+#include "fstrack.h"
 #include "log.h"
 #include "manager.h"
 #include "onaccess.h"
@@ -281,6 +282,7 @@ bool checker_scan_file(Manager *m, int dirfd, const char *name, const char *path
 int checker_dispatch(sd_event_source *s, void *userdata) {
         Manager *m = userdata;
         const char *path;
+        fstrack_sync(m->fstrack); /* events before these checks' statx flag the entries they replace */
         for (unsigned n = 0; n < DISPATCH_BATCH && workers_light(m->workers) < m->max_inflight; n++) {
                 path = queue_pop(m->queue);
                 if (!path)

@@ -23,17 +23,51 @@
 
 #define IGNORE_MASK (FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ATTRIB | FAN_ONDIR | FAN_EVENT_ON_CHILD)
 
-static TrackedFs *find_fsid(FsTrack *t, const fsid_t *fsid) {
-        for (unsigned i = 0; i < t->n_fs; i++)
-                if (t->fs[i].mode == FSTRACK_FANOTIFY && memcmp(&t->fs[i].fsid, fsid, sizeof(*fsid)) == 0)
-                        return &t->fs[i];
-        return NULL;
-}
-
 static int mount_fd(TrackedFs *f) {
         if (f->mount_fd < 0)
                 f->mount_fd = open(f->mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK); /* not O_PATH: EBADF */
         return f->mount_fd;
+}
+
+/* The filesystem an event belongs to. Events carry the fsid of the
+ * superblock, statfs() of a directory may give another (a btrfs subvolume
+ * mixes its id in): an unknown fsid is learnt by finding the marked
+ * filesystem whose mount can open the event's handle. Never drop a write
+ * of a marked filesystem for a mismatch. */
+static TrackedFs *find_fsid(FsTrack *t, const fsid_t *fsid, struct file_handle *fh) {
+        for (unsigned i = 0; i < t->n_fs; i++) {
+                TrackedFs *f = &t->fs[i];
+                if (f->mode != FSTRACK_FANOTIFY)
+                        continue;
+                if (memcmp(&f->fsid, fsid, sizeof(*fsid)) == 0)
+                        return f;
+                for (unsigned k = 0; k < f->n_alias; k++)
+                        if (memcmp(&f->alias[k], fsid, sizeof(*fsid)) == 0)
+                                return f;
+        }
+        for (unsigned i = 0; i < t->n_retired && i < ELEMENTSOF(t->retired); i++)
+                if (memcmp(&t->retired[i], fsid, sizeof(*fsid)) == 0)
+                        return NULL; /* left the mount table; nothing measured is reached through it */
+        for (unsigned i = 0; i < t->n_fs; i++) {
+                TrackedFs *f = &t->fs[i];
+                if (f->mode != FSTRACK_FANOTIFY || mount_fd(f) < 0)
+                        continue;
+                int fd = open_by_handle_at(f->mount_fd, fh, O_PATH | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                close(fd);
+                if (f->n_alias < ELEMENTSOF(f->alias))
+                        f->alias[f->n_alias++] = *fsid;
+                return f;
+        }
+        /* an event of a marked filesystem we cannot place (its object is
+         * gone): writes may have been lost, coverage restarts */
+        if (!t->warned_fsid) {
+                t->warned_fsid = true;
+                log_warning("fanotify event with an unknown filesystem id: treating it as a gap in coverage");
+        }
+        fstrack_coverage_break(t, FSTRACK_FANOTIFY);
+        return NULL;
 }
 
 static void slot_free(HandleSlot *s) {
@@ -214,7 +248,7 @@ static void on_event(FsTrack *t, const struct fanotify_event_metadata *md) {
         const struct fanotify_event_info_fid *any = dfid ?: ofid;
         if (!any)
                 return;
-        TrackedFs *f = find_fsid(t, (const fsid_t *) &any->fsid);
+        TrackedFs *f = find_fsid(t, (const fsid_t *) &any->fsid, (struct file_handle *) any->handle);
         if (!f)
                 return;
         f->events++;
@@ -223,7 +257,7 @@ static void on_event(FsTrack *t, const struct fanotify_event_metadata *md) {
 
         if ((mask & (FAN_MODIFY | FAN_CLOSE_WRITE)) && !dir && ofid)
                 on_write(t, f, mask, (struct file_handle *) ofid->handle, name);
-        if (dir && (mask & (FAN_MOVED_FROM | FAN_DELETE | FAN_DELETE_SELF)))
+        if (dir && (mask & (FAN_MOVED_FROM | FAN_MOVED_TO | FAN_DELETE | FAN_DELETE_SELF)))
                 fstrack_caches_clear(t); /* cached directory paths may be wrong now */
         if (!dfid || !name || !*name || strcmp(name, ".") == 0)
                 return;
@@ -262,6 +296,7 @@ int fstrack_drain(FsTrack *t, unsigned rounds) {
         char buf[64 * 1024] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
         int r = -EAGAIN;
 
+        t->drain_seq++;
         for (unsigned i = 0; i < rounds; i++) {
                 ssize_t n = read(t->fd, buf, sizeof(buf));
                 if (n < 0) {

@@ -20,6 +20,8 @@
 typedef struct TrackedFs {
         uint32_t dev;
         fsid_t fsid;
+        fsid_t alias[4];          /* other fsids its events carried (btrfs subvolumes) */
+        unsigned n_alias;
         char *mount;              /* mount point: status, and mount_fd for open_by_handle_at */
         char fstype[32];
         FsTrackMode mode;
@@ -59,6 +61,10 @@ struct FsTrack {
         unsigned recent_next;
         unsigned ignores;
         bool ignores_ok;
+        bool warned_fsid;
+        fsid_t retired[16];       /* filesystems that left: their mark stays, their events are dropped */
+        unsigned n_retired;
+        uint64_t drain_seq, flagged_seq; /* one coverage break per drain flags the cache once */
         uint64_t events, overflows;
 };
 

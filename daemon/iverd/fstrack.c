@@ -132,7 +132,31 @@ static void flag_written(FsTrack *t, const TrackedFs *only) {
         }
 }
 
+static bool pseudo_fs(uint64_t magic) {
+        switch (magic) {
+        case 0x9fa0:     /* proc */
+        case 0x62656572: /* sysfs */
+        case 0x64626720: /* debugfs */
+        case 0x74726163: /* tracefs */
+        case 0x73636673: /* securityfs */
+        case 0x27e0eb:   /* cgroup */
+        case 0x63677270: /* cgroup2 */
+        case 0x1cd1:     /* devpts */
+        case 0xcafe4a11: /* bpf */
+        case 0xde5e81e4: /* efivarfs */
+        case 0x62656570: /* configfs */
+        case 0x6165676c: /* pstore */
+                return true;
+        default:
+                return false;
+        }
+}
+
 static FsTrackMode choose_mode(FsTrack *t, const char *dir, const struct statfs *sfs, const char **ret_why) {
+        if (pseudo_fs((uint64_t) sfs->f_type)) {
+                *ret_why = "pseudo filesystem: never marked";
+                return FSTRACK_INOTIFY;
+        }
         if (t->fd < 0) {
                 *ret_why = strerror(t->init_error);
                 return FSTRACK_INOTIFY;
@@ -226,8 +250,12 @@ void fstrack_coverage_break(FsTrack *t, FsTrackMode mode) {
                         t->fs[i].coverage_since = now;
                         any = true;
                 }
-        if (any && mode == FSTRACK_FANOTIFY)
+        /* within one read of the queue nothing was measured between two
+         * breaks: flagging the cache once is enough */
+        if (any && mode == FSTRACK_FANOTIFY && (t->flagged_seq != t->drain_seq || t->drain_seq == 0)) {
                 flag_written(t, NULL);
+                t->flagged_seq = t->drain_seq;
+        }
 }
 
 void fstrack_policy_changed(FsTrack *t) {
@@ -238,6 +266,7 @@ void fstrack_policy_changed(FsTrack *t) {
 }
 
 void fstrack_mounts_changed(FsTrack *t) {
+        bool left = false;
         if (!t)
                 return;
         fstrack_caches_clear(t);
@@ -250,13 +279,30 @@ void fstrack_mounts_changed(FsTrack *t) {
                         i++;
                         continue;
                 }
-                /* unmounted (its mark went with it) or covered: found again by the walk */
+                /* unmounted (its mark went with it) or covered: its mark (if the
+                 * superblock lives on) keeps sending events, dropped from now on;
+                 * entries on it are no longer attested (no record) */
                 log_info("Filesystem %s (%s) left the mount table", f->mount, f->fstype);
+                if (f->mode == FSTRACK_FANOTIFY) {
+                        t->retired[t->n_retired++ % ELEMENTSOF(t->retired)] = f->fsid;
+                        for (unsigned k = 0; k < f->n_alias; k++)
+                                t->retired[t->n_retired++ % ELEMENTSOF(t->retired)] = f->alias[k];
+                }
+                left = true;
                 free(f->mount);
                 if (f->mount_fd >= 0)
                         close(f->mount_fd);
                 t->fs[i] = t->fs[--t->n_fs];
         }
+        /* the same filesystem may still hold measured directories elsewhere:
+         * a full walk tracks them again (a new record, a new coverage start) */
+        if (left)
+                (void) manager_rescan(t->m);
+}
+
+void fstrack_sync(FsTrack *t) {
+        if (t && t->fd >= 0 && t->n_fs > 0)
+                (void) fstrack_drain(t, 4);
 }
 
 int fstrack_attest(void *userdata, const IverStat *st) {

@@ -46,6 +46,11 @@ void fstrack_policy_changed(FsTrack *t);
  * they were (the walk of the mount change adds new ones). */
 void fstrack_mounts_changed(FsTrack *t);
 
+/* Apply the events queued so far (before a batch of checks): a write or
+ * close that happened before a check's statx then flags the old entry, which
+ * the measurement replaces, instead of the new one (one needless re-hash). */
+void fstrack_sync(FsTrack *t);
+
 /* The attest hook of lib/check.c (iver_attest_fn). */
 int fstrack_attest(void *userdata, const IverStat *st);
 

@@ -50,6 +50,7 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "tracking_overflows", U64(fstrack_overflows(m->fstrack)));
         ADD(o, "watches", U64(watch_count(m->watch)));
         ADD(o, "unwatched_dirs", U64(watch_failed(m->watch)));
+        ADD(o, "inotify_budget", json_object_new_int64(watch_budget(m->watch)));
         ADD(o, "inotify_overflows", U64(watch_overflows(m->watch)));
         ADD(o, "inotify_events", U64(watch_events(m->watch)));
         ADD(o, "on_access", json_object_new_string(iver_on_access_to_string(m->conf.on_access)));

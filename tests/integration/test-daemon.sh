@@ -561,7 +561,7 @@ scenario_d() {          # inotify overflow
         snap "$W/after.tmp"
         expect "$W/before" "$W/after.tmp" remeasured eq $n
         listcheck "$d"
-        OVF_RESULT+="$FS: $((n * rounds)) writes to $n files while stopped, queue limit $q: inotify_overflows=$ov, all $n digests = sha256 ($([[ $SCEN_OK -eq 1 ]] && echo ok || echo FAILED)); "
+        OVF_RESULT+="$FS: $((n * rounds)) writes to $n files while stopped, queue limit $q (fanotify 64): overflows (inotify+fanotify)=$ov, all $n digests = sha256 ($([[ $SCEN_OK -eq 1 ]] && echo ok || echo FAILED)); "
         scen_end "overflows=$ov"
         stop_iverd
 }
