@@ -30,6 +30,7 @@ static const char *const reason_names[_IVER_REASON_MAX] = {
         [IVER_REASON_WRITTEN] = "written",
         [IVER_REASON_UNATTESTED] = "unattested",
         [IVER_REASON_WRITERS] = "writers",
+        [IVER_REASON_SIGNATURE] = "signature",
 };
 
 const char *iver_check_reason_to_string(IverCheckReason r) {
@@ -212,7 +213,7 @@ static bool lease_free(int dirfd, const char *path, const IverStat *st) {
 #define UNTRUSTED_FLAGS (IVER_ENTRY_PROVISIONAL | IVER_ENTRY_RACY | IVER_ENTRY_UNSTABLE | IVER_ENTRY_STALE)
 
 bool iver_check_rule(IverContext *ctx, int dirfd, const char *path, const IverStat *st, IverCookieSource source,
-                     IverHashAlgo algo, IverCheckReason *ret_reason, uint32_t *ret_idx, bool *ret_same) {
+                     IverHashAlgo algo, unsigned flags, IverCheckReason *ret_reason, uint32_t *ret_idx, bool *ret_same) {
         IverCookie cookie = iver_cookie_from_stat(source, st);
         IverEntry e;
         bool same;
@@ -240,6 +241,8 @@ bool iver_check_rule(IverContext *ctx, int dirfd, const char *path, const IverSt
                         reason = IVER_REASON_IDENTITY; /* generation unknown: cannot prove the same file */
                 else if (e.flags & IVER_ENTRY_WRITTEN)
                         reason = IVER_REASON_WRITTEN;
+                else if (flags & IVER_CHECK_SIGNATURE_BOUND)
+                        reason = IVER_REASON_SIGNATURE;
                 else if (!ctx->attest)
                         reason = IVER_REASON_UNATTESTED;
                 /* the lease first: once no writer holds the file, every write
@@ -284,11 +287,11 @@ int iver_check_begin(IverContext *ctx, int dirfd, const char *path, IverHashAlgo
                 out->error = r;
                 return r;
         }
-        return iver_check_begin_stat(ctx, dirfd, path, &st, algo, pending, out);
+        return iver_check_begin_stat(ctx, dirfd, path, &st, algo, 0, pending, out);
 }
 
 int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const IverStat *observed, IverHashAlgo algo,
-                          IverPending *pending, IverCheckOutcome *out) {
+                          unsigned flags, IverPending *pending, IverCheckOutcome *out) {
         IverStat st = *observed;
 
         if (algo < 0 || algo >= _IVER_HASH_MAX)
@@ -306,7 +309,7 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
         IverCheckReason reason;
         uint32_t idx;
         bool same;
-        bool rehash = iver_check_rule(ctx, dirfd, path, &st, source, algo, &reason, &idx, &same);
+        bool rehash = iver_check_rule(ctx, dirfd, path, &st, source, algo, flags, &reason, &idx, &same);
 
         out->cookie = cookie;
         out->reason = reason;

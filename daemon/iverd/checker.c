@@ -85,12 +85,8 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         }
 }
 
-/* The policy's say on one file: its attributes (attr), the measure decision
- * (d, when measure), whether it is appraised, and the algorithm. False:
- * neither, or a pseudo filesystem's file (proc, sysfs…: never hashed,
- * whatever the policy says; lib/pseudofs.h). */
-static bool decide(Manager *m, const char *path, const IverStat *st, IverFileAttr *attr, IverPolicyDecision *d,
-                   bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo) {
+bool checker_decide(Manager *m, const char *path, const IverStat *st, IverFileAttr *attr, IverPolicyDecision *d,
+                    bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo, unsigned *ret_flags) {
         IverCookieTable *t = iver_context_cookies(m->ctx);
         (void) iver_cookie_table_source(t, st->dev, AT_FDCWD, path);
         *attr = (IverFileAttr) {
@@ -109,6 +105,8 @@ static bool decide(Manager *m, const char *path, const IverStat *st, IverFileAtt
                         a.matched && a.action == IVER_ACTION_APPRAISE;
         /* an appraise rule's hash= names the algorithm its signatures use */
         *ret_algo = appraise && a.hash >= 0 ? a.hash : measure && d->hash >= 0 ? d->hash : m->conf.hash;
+        /* a signature appraised or listed (ima-sig): a new one must be seen */
+        *ret_flags = appraise || (measure && d->template_ == IVER_IMA_TEMPLATE_SIG) ? IVER_CHECK_SIGNATURE_BOUND : 0;
         *ret_measure = measure;
         *ret_appraise = appraise;
         return measure || appraise;
@@ -130,12 +128,13 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         IverPolicyDecision d;
         bool measure, appraise;
         IverHashAlgo algo;
-        if (!decide(m, path, st, &attr, &d, &measure, &appraise, &algo)) {
+        unsigned flags;
+        if (!checker_decide(m, path, st, &attr, &d, &measure, &appraise, &algo, &flags)) {
                 iver_check_forget(m->ctx, path); /* the policy may have changed */
                 return true;
         }
         onaccess_add_file(m->onaccess, st->dev, path);
-        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, st, algo, &p, &o);
+        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, st, algo, flags, &p, &o);
         if (r <= 0) {
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx); /* seen by this scan */
@@ -196,6 +195,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter
         IverCheckOutcome o;
         IverFileAttr attr;
         bool appraise;
+        unsigned flags;
         int r = iver_context_stat_fd(m->ctx, fd, &st);
         if (r < 0)
                 return r;
@@ -206,7 +206,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter
                 return 0;
         if (!path)
                 return -EAGAIN; /* the caller looks up the name and asks again */
-        if (!S_ISREG(st.mode) || !decide(m, path, &st, &attr, &u->d, &u->measure, &appraise, &u->algo))
+        if (!S_ISREG(st.mode) || !checker_decide(m, path, &st, &attr, &u->d, &u->measure, &appraise, &u->algo, &flags))
                 return 0;
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
         if (open_for_write(fd)) {
@@ -225,7 +225,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter
                 checker_violation(m, path, d, u->algo, "open_writers: executed while open for write");
                 iver_check_invalidate(m->ctx, path);
         }
-        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, u->algo, &p, &o);
+        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, u->algo, flags, &p, &o);
         if (r <= 0) {
                 handle_outcome(m, path, &o, d, &attr, NULL, 0, false);
                 return 0;

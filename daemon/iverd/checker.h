@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "iver/check.h"
 #include "iver/policy.h"
 
 typedef struct Manager Manager;
@@ -11,6 +12,14 @@ typedef struct Manager Manager;
 /* Defer source: take queued paths while workers have room; hits and files
  * the policy does not measure finish here, misses go to the pool. */
 int checker_dispatch(sd_event_source *s, void *userdata);
+/* The policy's say on one file (the one place it is decided, for checks and
+ * explain): its attributes (attr), the measure decision (d, when measure),
+ * whether it is appraised, the hash algorithm and the check flags
+ * (IVER_CHECK_SIGNATURE_BOUND). False: neither measured nor appraised, or a
+ * pseudo filesystem's file (proc, sysfs…: never hashed, whatever the policy
+ * says; lib/pseudofs.h). */
+bool checker_decide(Manager *m, const char *path, const IverStat *st, IverFileAttr *attr, IverPolicyDecision *d,
+                    bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo, unsigned *ret_flags);
 /* The walker's fast path for a file a scan found (name in the open directory
  * dirfd, full path path): a statx relative to dirfd and the cache lookup,
  * without a queue node. Returns true when done (the usual unchanged file);

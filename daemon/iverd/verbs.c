@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "checker.h"
 #include "control.h"
 #include "evidence.h"
 #include "fstrack.h"
@@ -455,14 +456,18 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                 ADD(last, "flags", flags);
                 ADD(o, "last_measurement", last);
                 if (r >= 0) {
-                        /* the library's own hit rule (lease probe and attestation included) */
+                        /* the checker's own decision and the library's own hit rule
+                         * (lease probe and attestation included) */
+                        IverFileAttr fa;
+                        IverPolicyDecision md;
+                        bool measure, appraise;
                         IverHashAlgo algo = m->conf.hash;
-                        if (dec.matched && dec.action == IVER_ACTION_MEASURE && dec.hash >= 0)
-                                algo = dec.hash;
+                        unsigned cflags = 0;
+                        (void) checker_decide(m, path, &st, &fa, &md, &measure, &appraise, &algo, &cflags);
                         IverCheckReason why;
                         uint32_t cmp;
                         bool same_id;
-                        bool rehash = iver_check_rule(m->ctx, AT_FDCWD, path, &st, src, algo, &why, &cmp, &same_id);
+                        bool rehash = iver_check_rule(m->ctx, AT_FDCWD, path, &st, src, algo, cflags, &why, &cmp, &same_id);
                         json_object *w = json_object_new_object();
                         ADD(w, "iverd", json_object_new_string(rehash ? "re-hash" : why == IVER_REASON_METADATA_ONLY ? "metadata-only" : "hit"));
                         ADD(w, "reason", json_object_new_string(iver_check_reason_to_string(why)));

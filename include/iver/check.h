@@ -71,6 +71,7 @@ typedef enum IverCheckReason {
         IVER_REASON_WRITTEN,        /* cookie moved and a write was seen since the measurement */
         IVER_REASON_UNATTESTED,     /* cookie moved; writes to this filesystem are not tracked without a gap */
         IVER_REASON_WRITERS,        /* cookie moved; no read lease now (open writer or writable mapping) */
+        IVER_REASON_SIGNATURE,      /* cookie moved; security.ima is part of the evidence (IVER_CHECK_SIGNATURE_BOUND) */
         _IVER_REASON_MAX,
         _IVER_REASON_INVALID = -22,
 } IverCheckReason;
@@ -83,8 +84,18 @@ const char *iver_check_reason_to_string(IverCheckReason r);
  * F_SETLEASE + release) and calls the attest hook. Returns true when a
  * re-hash is needed. *ret_idx: the entry compared with or IVER_CACHE_NONE;
  * *ret_same: it is this very file. */
+/* flags for iver_check_rule() and iver_check_begin_stat() */
+enum {
+        /* The file's security.ima is part of what is recorded (an appraise
+         * rule judges it, an ima-sig entry carries it). A metadata-only
+         * change may be a new or removed signature, so any cookie move
+         * re-hashes, as kernel IMA re-measures and re-appraises when
+         * security.ima is set or removed. */
+        IVER_CHECK_SIGNATURE_BOUND = 1 << 0,
+};
+
 bool iver_check_rule(IverContext *ctx, int dirfd, const char *path, const IverStat *st, IverCookieSource source,
-                     IverHashAlgo algo, IverCheckReason *ret_reason, uint32_t *ret_idx, bool *ret_same);
+                     IverHashAlgo algo, unsigned flags, IverCheckReason *ret_reason, uint32_t *ret_idx, bool *ret_same);
 /* The cookie source the context uses for st->dev (probes the filesystem on
  * first sight; may re-stat st). */
 IverCookieSource iver_check_cookie_source(IverContext *ctx, int dirfd, const char *path, IverStat *st);
@@ -130,7 +141,7 @@ int iver_context_stat_fd(IverContext *ctx, int fd, IverStat *ret);
 /* Begin on an observation the caller already made with iver_context_stat()
  * (a daemon stats first to evaluate its policy). Same contract as begin. */
 int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const IverStat *st, IverHashAlgo algo,
-                          IverPending *pending, IverCheckOutcome *out);
+                          unsigned flags, IverPending *pending, IverCheckOutcome *out);
 
 /* Whether the file observed as st (an open file being used) is on record
  * unchanged: its inode's entry is measured, stable, and has the same cookie.
