@@ -195,9 +195,13 @@ START_TEST(test_racy_guard_coarse) {
                 }
         }
         ck_assert(saw_racy);
+        /* the re-hash above may itself have come more than a tick after the
+         * write (load): then it is trusted already */
+        iver_cache_get(iver_context_cache(ctx), o.idx, &e);
+        bool still_racy = e.flags & IVER_ENTRY_RACY;
         struct timespec ts = { 0, 3 * IVER_COARSE_GRANULARITY_NS };
         nanosleep(&ts, NULL);
-        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED); /* now older than a tick */
+        ck_assert_int_eq(check(&o), still_racy ? IVER_CHECK_MEASURED : IVER_CHECK_HIT); /* now older than a tick */
         iver_cache_get(iver_context_cache(ctx), o.idx, &e);
         ck_assert(!(e.flags & IVER_ENTRY_RACY));
         ck_assert_int_eq(check(&o), IVER_CHECK_HIT);
