@@ -118,6 +118,14 @@ size_t churn_due(Churn *c, uint64_t now, void (*fn)(const char *path, void *user
         return n;
 }
 
+bool churn_pending_soon(const Churn *c, uint64_t now, uint64_t horizon) {
+        for (size_t b = 0; b < BUCKETS; b++)
+                for (const ChurnEntry *e = c->buckets[b]; e; e = e->next)
+                        if (e->suppressed && e->until != 0 && e->until <= now + horizon)
+                                return true;
+        return false;
+}
+
 size_t churn_limited(const Churn *c, uint64_t now) {
         size_t n = 0;
         for (size_t b = 0; b < BUCKETS; b++)

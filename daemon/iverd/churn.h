@@ -31,5 +31,9 @@ ChurnVerdict churn_note(Churn *c, const char *path, uint64_t now);
 /* Paths whose backoff ended with versions suppressed: fn(path) re-checks
  * each; paths quiet for a window are forgotten. Returns how many. */
 size_t churn_due(Churn *c, uint64_t now, void (*fn)(const char *path, void *userdata), void *userdata);
+/* Whether a limited path with a version not listed comes due within horizon
+ * µs: its re-check is pending work (settle waits for it), as a short re-check
+ * backoff is. */
+bool churn_pending_soon(const Churn *c, uint64_t now, uint64_t horizon);
 /* Paths limited right now. */
 size_t churn_limited(const Churn *c, uint64_t now);

@@ -181,6 +181,10 @@ Evidence *evidence_free(Evidence *e) {
 bool evidence_pending(const Evidence *e) {
         if (e->n_staged > 0)
                 return true;
+        /* a churning file's latest version waits for its backoff (10 s, 20 s
+         * when it churned on after the first): not listed yet */
+        if (churn_pending_soon(e->churn, evidence_now_usec(), CHURN_WINDOW_USEC))
+                return true;
         if (!e->tpm)
                 return false;
         TpmThreadState st;

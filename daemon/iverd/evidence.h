@@ -35,7 +35,9 @@ int evidence_record_violation(Evidence *e, const char *path, const IverPolicyDec
  * more than 32 new versions a minute is rate limited (churn.h): recorded
  * once as a violation, re-checked after a backoff. */
 int evidence_flush(Evidence *e);
-/* Whether extends are still waiting for the TPM. */
+/* Whether work of the evidence is pending: staged entries, extends waiting
+ * for the TPM, or a churn-limited file's version not listed yet whose
+ * backoff ends within a minute. */
 bool evidence_pending(const Evidence *e);
 /* status fields: tpm, pcr, banks, list_length, pending_extends,
  * evidence_broken… (never waits for the TPM) */
