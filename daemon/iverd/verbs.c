@@ -316,8 +316,16 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                 ADD(o, "last_measurement", last);
                 if (r >= 0) {
                         /* the library's own hit rule (lease probe and attestation included) */
+                        /* the algorithm as checker.c picks it: an appraise rule's hash=, a
+                         * measure rule's hash=, the configured one */
                         IverHashAlgo algo = m->conf.hash;
-                        if (dec.matched && dec.action == IVER_ACTION_MEASURE && dec.hash >= 0)
+                        IverFileAttr fa = { .fs_magic = iver_cookie_table_fs_magic(t, st.dev), .owner = st.uid,
+                                            .subject_uid = IVER_UID_UNKNOWN, .mode = st.mode, .size = st.size };
+                        IverPolicyDecision ad;
+                        if (iver_policy_match(m->policy, IVER_CLASS_APPRAISE, path, strlen(path), &fa, &ad) >= 0 &&
+                            ad.matched && ad.action == IVER_ACTION_APPRAISE && ad.hash >= 0)
+                                algo = ad.hash;
+                        else if (dec.matched && dec.action == IVER_ACTION_MEASURE && dec.hash >= 0)
                                 algo = dec.hash;
                         IverCheckReason why;
                         uint32_t cmp;
