@@ -141,7 +141,7 @@ expect_rehash() {       # expect_rehash NAME: re-hashed (remeasured grew), diges
 }
 
 run_fs() {
-        local t=$MNT/tree out=$MNT/outside f i
+        local t=$MNT/tree out=$MNT/outside i
         mkdir -p "$t/sub" "$out" "$W/bind-$FS"
         for i in 1 2 3 4 5 6 7 8; do head -c 65536 /dev/urandom >"$t/f$i"; done
         echo "under the bind mount" >"$W/bind-$FS/other"
