@@ -141,7 +141,7 @@ expect_rehash() {       # expect_rehash NAME: re-hashed (remeasured grew), diges
 }
 
 run_fs() {
-        local t=$MNT/tree out=$MNT/outside f i
+        local t=$MNT/tree out=$MNT/outside i
         mkdir -p "$t/sub" "$out" "$W/bind-$FS"
         for i in 1 2 3 4 5 6 7 8; do head -c 65536 /dev/urandom >"$t/f$i"; done
         echo "under the bind mount" >"$W/bind-$FS/other"
@@ -152,6 +152,12 @@ run_fs() {
         ctl status --json | python3 -c '
 import json,sys
 for e in json.load(sys.stdin)["tracking"]: print("  tracking:", json.dumps(e))' | tee -a "$W/tracking"
+        # fanotify covers the tree's filesystem: inotify watches only the ancestors
+        # the walk crosses (/, /tmp, …, the mount point), however many directories the tree has
+        local watches anc
+        watches=$(status_of watches)
+        anc=$(( $(tr -cd / <<<"$MNT" | wc -c) + 1 ))
+        ((watches <= anc)) || fail "$watches inotify watches with fanotify tracking (ancestors: $anc)"
 
         begin "chmod, chown, setfattr alone"
         chmod 600 "$t/f1"; chown 4242 "$t/f1"; setfattr -n user.iver -v 1 "$t/f1"
@@ -264,6 +270,11 @@ import json,sys
 print(" ".join("%s:%s" % (e["mode"], e["writes_attested"]) for e in json.load(sys.stdin)["tracking"]))')
         echo "    tracking without fanotify: $mode"
         [[ $mode == *"inotify:False"* && $mode != *fanotify* ]] || fail "fallback mode not reported (got: $mode)"
+        # issue 13 item 19: at most half of the watches root had free
+        local budget max
+        budget=$(status_of inotify_budget); max=$(cat /proc/sys/fs/inotify/max_user_watches)
+        echo "    inotify budget $budget of max_user_watches $max"
+        ((budget > 0 && budget * 2 <= max)) || fail "inotify budget $budget is not within half of $max"
         chmod 604 "$t/f1"
         settle; expect_rehash "fallback chmod"; check_digest "$t/f1"
         (( $(stat_of metadata_only) == M0 )) || fail "metadata-only without attestation"
