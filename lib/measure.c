@@ -158,7 +158,7 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
                 r = 1;
                 goto out;
         }
-        if (!before.has_btime) {
+        if (!before.has_btime && o->getversion >= 0) {
                 /* FS_IOC_GETVERSION: the generation where btime is missing (ext4/xfs
                  * random per inode, btrfs transid); 0 where unsupported (tmpfs). */
                 int gen = 0;

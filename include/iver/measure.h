@@ -28,6 +28,8 @@ typedef struct IverMeasureOptions {
         bool sigio_ignored;        /* the caller ran iver_measure_prepare_signals(): no check per call */
         bool no_cpu_time;          /* leave cpu_ns 0 (the caller times a batch itself) */
         const bool *cancel;        /* non-NULL: stop with -ECANCELED once *cancel is true (read atomically) */
+        int8_t getversion;         /* FS_IOC_GETVERSION where statx has no btime: -1 the fs has none (not
+                                    * tried), else tried (iver_cookie_table_getversion) */
 } IverMeasureOptions;
 
 typedef struct IverMeasurement {
