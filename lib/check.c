@@ -243,6 +243,7 @@ IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const Iver
                 .algo = pending->algo,
                 .source = pending->source,
                 .statx = ctx->opt.statx,
+                .getversion = (int8_t) iver_cookie_table_getversion(ctx->cookies, pending->st.dev),
         };
 }
 

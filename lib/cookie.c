@@ -3,9 +3,11 @@
  * the racy guard, and the probe that decides whether the seed statx ABI
  * (stx_ino_version) can be trusted. */
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
 
@@ -186,6 +188,7 @@ typedef struct CookieFs {
         uint32_t dev;
         IverCookieSource source;
         uint64_t magic;
+        int8_t getversion;      /* FS_IOC_GETVERSION: 1 works, -1 not supported, 0 unknown */
 } CookieFs;
 
 struct IverCookieTable {
@@ -251,6 +254,12 @@ uint64_t iver_cookie_table_fs_magic(const IverCookieTable *t, uint32_t dev) {
         return t->fs[t->last].magic;
 }
 
+int iver_cookie_table_getversion(const IverCookieTable *t, uint32_t dev) {
+        if (iver_cookie_table_peek(t, dev) < 0)
+                return 0;
+        return t->fs[t->last].getversion;
+}
+
 bool iver_cookie_table_get(const IverCookieTable *t, unsigned i, uint32_t *ret_dev, IverCookieSource *ret_source,
                            uint64_t *ret_fs_magic) {
         if (i >= t->n_fs)
@@ -274,16 +283,25 @@ static int open_parent(int dirfd, const char *path) {
         return openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
-static IverCookieSource decide(IverCookieTable *t, int dirfd, const char *path, uint64_t *ret_magic) {
+static IverCookieSource decide(IverCookieTable *t, int dirfd, const char *path, uint64_t *ret_magic,
+                               int8_t *ret_getversion) {
         struct statfs sfs;
         bool mg = false;
 
         *ret_magic = 0;
+        *ret_getversion = 0;
         _cleanup_close_ int pfd = path ? open_parent(dirfd, path) : -EBADF;
         if (pfd >= 0 && fstatfs(pfd, &sfs) == 0) {
                 *ret_magic = (uint64_t) sfs.f_type;
                 mg = iver_fs_is_multigrain(*ret_magic, &t->kernel);
         }
+        /* the generation ioctl, probed once here instead of failing per file
+         * (it is only asked for where statx has no btime) */
+        int gen;
+        if (pfd >= 0)
+                *ret_getversion = ioctl(pfd, FS_IOC_GETVERSION, &gen) == 0                         ? 1
+                                  : errno == ENOTTY || errno == EOPNOTSUPP || errno == EINVAL ? -1
+                                                                                               : 0;
 
         /* The seed ABI only when asked for (or, in auto mode, on a kernel that
          * predates STATX_DIOALIGN) and only when the probe proves it. */
@@ -301,7 +319,8 @@ IverCookieSource iver_cookie_table_source(IverCookieTable *t, uint32_t dev, int 
 
         if (s >= 0)
                 return s;
-        s = decide(t, dirfd, path, &magic);
+        int8_t getversion;
+        s = decide(t, dirfd, path, &magic, &getversion);
         if (t->n_fs == t->allocated) {
                 unsigned n = t->allocated ? t->allocated * 2 : 8;
                 CookieFs *fs = realloc(t->fs, n * sizeof(*fs));
@@ -310,7 +329,7 @@ IverCookieSource iver_cookie_table_source(IverCookieTable *t, uint32_t dev, int 
                 t->fs = fs;
                 t->allocated = n;
         }
-        t->fs[t->n_fs] = (CookieFs) { .dev = dev, .source = s, .magic = magic };
+        t->fs[t->n_fs] = (CookieFs) { .dev = dev, .source = s, .magic = magic, .getversion = getversion };
         t->wants_version |= s == IVER_COOKIE_STATX_VERSION;
         t->last = t->n_fs++;
         return s;

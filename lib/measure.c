@@ -65,7 +65,7 @@ static void hasher_done(Hasher *h) {
 /* Hash fd from offset 0. lease: poll F_GETLEASE every chunk bytes and stop
  * with -EAGAIN the moment a break is pending. */
 static int64_t hash_range(int fd, const EVP_MD *md, EVP_MD_CTX *ctx, bool lease, size_t chunk, uint64_t expect,
-                          IverDigest *ret, IverHashAlgo algo) {
+                          const bool *cancel, IverDigest *ret, IverHashAlgo algo) {
         uint8_t buf[READ_BUF];
         uint64_t total = 0, since_poll = 0;
         unsigned int len = 0;
@@ -81,6 +81,8 @@ static int64_t hash_range(int fd, const EVP_MD *md, EVP_MD_CTX *ctx, bool lease,
                 }
                 if (n == 0)
                         break;
+                if (cancel && __atomic_load_n(cancel, __ATOMIC_RELAXED))
+                        return -ECANCELED;
                 if (EVP_DigestUpdate(ctx, buf, (size_t) n) != 1)
                         return -EIO;
                 total += (uint64_t) n;
@@ -110,7 +112,7 @@ int64_t iver_hash_fd(int fd, IverHashAlgo algo, IverDigest *ret) {
         if (!h.ctx)
                 return -ENOMEM;
         IverDigest d = {};
-        int64_t n = hash_range(fd, md, h.ctx, false, SIZE_MAX, UINT64_MAX, &d, algo);
+        int64_t n = hash_range(fd, md, h.ctx, false, SIZE_MAX, UINT64_MAX, NULL, &d, algo);
         if (n >= 0)
                 *ret = d;
         return n;
@@ -160,7 +162,7 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
                 r = 1;
                 goto out;
         }
-        if (!before.has_btime) {
+        if (!before.has_btime && o->getversion >= 0) {
                 /* FS_IOC_GETVERSION: the generation where btime is missing (ext4/xfs
                  * random per inode, btrfs transid); 0 where unsupported (tmpfs). */
                 int gen = 0;
@@ -168,7 +170,8 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
                         before.gen = (uint32_t) gen;
         }
 
-        int64_t n = hash_range(fd, md, ctx, leased, o->chunk_size ?: DEFAULT_CHUNK, before.size, &d, o->algo);
+        int64_t n = hash_range(fd, md, ctx, leased, o->chunk_size ?: DEFAULT_CHUNK, before.size, o->cancel, &d,
+                               o->algo);
         if (n == -EAGAIN) {
                 m->lease_broken = true;
                 r = 0;
@@ -242,18 +245,12 @@ int iver_measure_fd(int fd, const IverMeasureOptions *opt, IverMeasurement *ret)
         return measure_fd(fd, opt, NULL, 0, ret);
 }
 
-int iver_measure(int dirfd, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
-        IverStat st;
-        int r;
-
+int iver_measure_stat(int dirfd, const char *path, const IverStat *st, int64_t st_at, const IverMeasureOptions *opt,
+                      IverMeasurement *ret) {
         /* Never open what is not a regular file: a FIFO must not block, a
          * device must not see an open. */
-        int64_t at = iver_now_ns();
-        r = iver_stat(opt->statx, dirfd, path, opt->source == IVER_COOKIE_STATX_VERSION, &st);
-        if (r < 0)
-                return r;
-        if (!S_ISREG(st.mode)) {
-                *ret = (IverMeasurement) { .status = IVER_MEASURE_NOT_REGULAR, .st = st };
+        if (!S_ISREG(st->mode)) {
+                *ret = (IverMeasurement) { .status = IVER_MEASURE_NOT_REGULAR, .st = *st };
                 return 0;
         }
 
@@ -262,7 +259,16 @@ int iver_measure(int dirfd, const char *path, const IverMeasureOptions *opt, Ive
         if (fd < 0 && errno == EPERM) /* O_NOATIME needs ownership or CAP_FOWNER */
                 fd = openat(dirfd, path, flags);
         if (fd < 0)
-                return errno == ELOOP ? (*ret = (IverMeasurement) { .status = IVER_MEASURE_NOT_REGULAR, .st = st }, 0)
+                return errno == ELOOP ? (*ret = (IverMeasurement) { .status = IVER_MEASURE_NOT_REGULAR, .st = *st }, 0)
                                       : negative_errno();
-        return measure_fd(fd, opt, &st, at, ret);
+        return measure_fd(fd, opt, st, st_at, ret);
+}
+
+int iver_measure(int dirfd, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
+        IverStat st;
+        int64_t at = iver_now_ns();
+        int r = iver_stat(opt->statx, dirfd, path, opt->source == IVER_COOKIE_STATX_VERSION, &st);
+        if (r < 0)
+                return r;
+        return iver_measure_stat(dirfd, path, &st, at, opt, ret);
 }

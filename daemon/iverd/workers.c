@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "appraisal.h"
@@ -127,10 +128,11 @@ static void dir_cache_done(DirCache *c) {
         *c = (DirCache) { .fd = -EBADF };
 }
 
-static int measure_cached(DirCache *c, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
+/* The parent directory of path, from the cache or opened (and cached). */
+static int dir_of(DirCache *c, const char *path, const char **ret_name) {
         const char *slash = strrchr(path, '/');
-        if (!slash || slash == path)
-                return workers_measure_path(path, opt, ret);
+        if (!slash || slash == path || slash[1] == 0)
+                return -EINVAL; /* the daemon's paths are absolute file names */
         size_t len = (size_t) (slash - path);
         if (!(c->fd >= 0 && c->len == len && memcmp(c->dir, path, len) == 0)) {
                 char *dir = strndup(path, len);
@@ -144,30 +146,61 @@ static int measure_cached(DirCache *c, const char *path, const IverMeasureOption
                 dir_cache_done(c);
                 *c = (DirCache) { .dir = dir, .len = len, .fd = fd };
         }
-        return iver_measure(c->fd, slash + 1, opt, ret);
+        *ret_name = slash + 1;
+        return c->fd;
 }
 
-static void run(Job *j, DirCache *c) {
-        j->opt.sigio_ignored = true; /* manager_new() prepared them before the pool started */
-        /* on-access: the very file being used, whatever its path names by now */
-        j->r = j->by_fd ? iver_measure_fd(j->fd, &j->opt, &j->m) : measure_cached(c, j->path, &j->opt, &j->m);
+/* Measure one job. Returns false, measuring nothing, when the file turned out
+ * big although the loop's statx said small (it grew meanwhile: `truncate -s
+ * 100G` creates, then extends): the caller hands it to the big list. */
+static bool run(Workers *w, Job *j, DirCache *c) {
+        IverStat st;
+        const char *name;
+        j->opt.sigio_ignored = true;  /* manager_new() prepared them before the pool started */
+        j->opt.cancel = &w->stopping; /* a stop does not wait for a 100 GiB file */
+        int dfd = j->by_fd ? -EBADF : dir_of(c, j->path, &name);
+        if (j->by_fd) /* on-access: the very file being used, whatever its path names by now */
+                j->r = iver_measure_fd(j->fd, &j->opt, &j->m);
+        else if (dfd == -EINVAL)
+                j->r = workers_measure_path(j->path, &j->opt, &j->m);
+        else if (dfd < 0)
+                j->r = dfd;
+        else {
+                int64_t at = iver_now_ns();
+                j->r = iver_stat(j->opt.statx, dfd, name, j->opt.source == IVER_COOKIE_STATX_VERSION, &st);
+                if (j->r >= 0) {
+                        if (!j->big && S_ISREG(st.mode) && st.size >= BIG_FILE_BYTES) {
+                                j->big = true;
+                                return false;
+                        }
+                        j->r = iver_measure_stat(dfd, name, &st, at, &j->opt, &j->m);
+                }
+        }
         if (j->keyring && j->r >= 0)
                 appraisal_run(j);
+        return true;
 }
 
-/* A batch of small files: one pair of CPU clock reads for all, shared out by
- * bytes hashed (the ledger's hash_cpu_ns stays a sum of what was spent). */
-static void run_batch(List *batch) {
+/* Run a batch; jobs that turned out big move to *ret_big. A batch of small
+ * files costs one pair of CPU clock reads, shared out by bytes hashed (the
+ * ledger's hash_cpu_ns stays a sum of what was spent). */
+static void run_batch(Workers *w, List *batch, List *ret_big) {
         DirCache c = { .fd = -EBADF };
         bool timed = batch->n > 1;
         int64_t cpu0 = timed ? iver_thread_cpu_ns() : 0;
         uint64_t bytes = 0;
-        for (Job *j = batch->head; j; j = j->next) {
+        List done = {};
+        for (Job *j; (j = take(batch));) {
                 j->opt.no_cpu_time = timed;
-                run(j, &c);
+                if (!run(w, j, &c)) {
+                        append(ret_big, j);
+                        continue;
+                }
+                append(&done, j);
                 if (j->r >= 0)
                         bytes += j->m.bytes_hashed + 1;
         }
+        *batch = done;
         dir_cache_done(&c);
         if (!timed || bytes == 0)
                 return;
@@ -207,14 +240,15 @@ static void *worker_main(void *arg) {
                 }
                 pthread_mutex_unlock(&w->lock);
 
-                run_batch(&batch);
+                List grew = {};
+                run_batch(w, &batch, &grew);
 
                 pthread_mutex_lock(&w->lock);
-                if (big) {
+                list_splice(&w->big, &grew);
+                if (big)
                         w->big_running--;
-                        if (w->big.head)
-                                pthread_cond_signal(&w->cond); /* a big one may start now */
-                }
+                if (w->big.head && w->big_running < w->big_max)
+                        pthread_cond_signal(&w->cond); /* a big one may start now */
                 bool wake = !w->done.head;
                 list_splice(&w->done, &batch);
                 if (wake) {
@@ -275,7 +309,7 @@ Workers *workers_free(Workers *w) {
         if (!w)
                 return NULL;
         pthread_mutex_lock(&w->lock);
-        w->stopping = true;
+        __atomic_store_n(&w->stopping, true, __ATOMIC_RELAXED); /* also read by hashing workers */
         pthread_cond_broadcast(&w->cond);
         pthread_mutex_unlock(&w->lock);
         for (unsigned i = 0; i < w->n; i++)
@@ -302,7 +336,8 @@ unsigned workers_count(const Workers *w) {
 
 void workers_submit(Workers *w, Job *j) {
         j->big = j->pending.st.size >= BIG_FILE_BYTES;
-        if (!j->big)
+        j->light = !j->big;
+        if (j->light)
                 w->light++;
         append(&w->stage, j);
         if (w->stage.n >= STAGE_MAX)
@@ -333,7 +368,8 @@ size_t workers_light(const Workers *w) {
 
 void workers_submit_first(Workers *w, Job *j) {
         j->big = j->pending.st.size >= BIG_FILE_BYTES;
-        if (!j->big)
+        j->light = !j->big;
+        if (j->light)
                 w->light++;
         pthread_mutex_lock(&w->lock);
         List *l = j->big ? &w->big : &w->small;
@@ -354,7 +390,7 @@ Job *workers_take_done(Workers *w) {
         w->done = (List) {};
         pthread_mutex_unlock(&w->lock);
         for (Job *k = j; k; k = k->next)
-                if (!k->big)
+                if (k->light)
                         w->light--;
         return j;
 }

@@ -19,7 +19,8 @@ typedef struct Job {
         IverAppraisal appraisal;
         uint8_t *sig;              /* security.ima when it is a signature (for ima-sig entries) */
         size_t sig_len;
-        bool big;                  /* set by workers_submit: a big file (workers.c) */
+        bool big;                  /* a big file (workers.c): by the loop's statx, or found so by the worker's */
+        bool light;                /* counted in workers_light() (loop thread only) */
         /* on-access (onaccess.c): hash this open file (the one being executed), not path */
         bool by_fd;
         int fd;

@@ -70,6 +70,9 @@ IverCookieSource iver_cookie_table_source(IverCookieTable *t, uint32_t dev, int 
 IverCookieSource iver_cookie_table_peek(const IverCookieTable *t, uint32_t dev);
 /* statfs magic of a decided filesystem, 0 if unknown. */
 uint64_t iver_cookie_table_fs_magic(const IverCookieTable *t, uint32_t dev);
+/* FS_IOC_GETVERSION on a decided filesystem (probed once on a directory):
+ * 1 works, -1 not supported (ENOTTY, EOPNOTSUPP, EINVAL), 0 unknown. */
+int iver_cookie_table_getversion(const IverCookieTable *t, uint32_t dev);
 /* Whether seed-ABI values must be requested from statx. */
 bool iver_cookie_table_wants_version(const IverCookieTable *t);
 /* Iterate decided filesystems: i from 0; returns false at end. */

@@ -27,6 +27,9 @@ typedef struct IverMeasureOptions {
         size_t chunk_size;         /* 0: 1 MiB; the lease is polled between chunks */
         bool sigio_ignored;        /* the caller ran iver_measure_prepare_signals(): no check per call */
         bool no_cpu_time;          /* leave cpu_ns 0 (the caller times a batch itself) */
+        const bool *cancel;        /* non-NULL: stop with -ECANCELED once *cancel is true (read atomically) */
+        int8_t getversion;         /* FS_IOC_GETVERSION where statx has no btime: -1 the fs has none (not
+                                    * tried), else tried (iver_cookie_table_getversion) */
 } IverMeasureOptions;
 
 typedef struct IverMeasurement {
@@ -49,6 +52,13 @@ typedef struct IverMeasurement {
  * (iver_measure_prepare_signals); if SIGIO is at its default disposition no
  * lease is taken and results are provisional. */
 int iver_measure(int dirfd, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
+/* iver_measure() after the caller's own statx of (dirfd, path): st as
+ * iver_stat(opt->statx, …, opt->source == STATX_VERSION, …) returned it, taken
+ * at st_at (iver_now_ns() just before). It serves as the first attempt's
+ * "before" observation; a non-regular st is never opened. For a caller that
+ * decides something on the size (a worker pool keeping big files apart). */
+int iver_measure_stat(int dirfd, const char *path, const IverStat *st, int64_t st_at, const IverMeasureOptions *opt,
+                      IverMeasurement *ret);
 /* Measure the symlink (dirfd, path) itself (lib/measure-link.c): its digest is
  * that of the target string (readlinkat, no terminating NUL), taken between two
  * statx (AT_SYMLINK_NOFOLLOW) that must agree, so ret->st is the link's

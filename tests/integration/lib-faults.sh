@@ -265,7 +265,7 @@ def cmd_check(a):
           not a prefix of the list now; or a file whose current digest is not listed
     dup: template digests listed twice
     wrong: ascii list != binary list; iverctl list digest != sha256 of the file;
-    stale: iverctl list (the cache) holds a path that is no regular file any more"""
+    stale: iverctl list (the cache) holds a path that is no regular file (or symlink) any more"""
     run, tree = a[0], os.fsencode(a[1].rstrip('/'))
     ents = parse_bin(os.path.join(run, 'binary_runtime_measurements'))
     lost = dup = wrong = stale = 0
@@ -318,6 +318,12 @@ def cmd_check(a):
                 st = os.lstat(p)
             except OSError:
                 stale += 1; msgs.append(f"iverctl list has {p!r}, which does not exist"); continue
+            if stat.S_ISLNK(st.st_mode):
+                # a symlink is measured as itself: the digest of its target string
+                want = 'sha256:' + hashlib.sha256(os.readlink(p)).hexdigest()
+                if dig != want:
+                    wrong += 1; msgs.append(f"iverctl list: symlink {p!r} {dig} != sha256 of its target {want}")
+                continue
             if not stat.S_ISREG(st.st_mode):
                 stale += 1; msgs.append(f"iverctl list has {p!r}, not a regular file"); continue
             if dig != 'sha256:' + sha256(p):

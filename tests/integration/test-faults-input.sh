@@ -7,7 +7,8 @@
 #     (SIGSTOP) and its ext4 filesystem (a loop device in the tree) is shut
 #     down (EXT4_IOC_SHUTDOWN); the daemon must say so (errors, log), list no
 #     digest for it, stay up, and measure it once the filesystem is back
-#  c. symlinks: a link inside the tree to a secret outside (never measured or
+#  c. symlinks: a link inside the tree to a secret outside (the link is listed
+#     with the digest of its target string; the secret is never measured or
 #     followed, also not by `iverctl remeasure`); a measured directory replaced
 #     by a symlink to a directory outside (never followed: no list entry under
 #     the tree with an outside file's content) and back
@@ -159,8 +160,12 @@ if ((leak > 0)); then
         py paths "$RUN" | grep -a -n "swap\|link" | head -5 | sed 's/^/      /'
         C_WRONG=$((C_WRONG + leak))
 fi
-cl=$(ctl list "$T/" | grep -a -c -E "shadow-link|outlink" || true)
+# the links themselves are measured (digest of the target string), never followed
+cl=$(ctl list "$T/" | grep -a -c -E "shadow-link/|outlink/" || true)
 ((cl == 0)) || { fail "c: iverctl list has entries through symlinks"; C_WRONG=$((C_WRONG + cl)); }
+lt=$(printf '%s' "$O/shadow" | sha256sum | cut -d' ' -f1)
+ctl list "$T/" | grep -a -q "^sha256:$lt .*/etc/shadow-link\$" \
+        || { fail "c: the symlink shadow-link is not listed with the digest of its target string"; C_WRONG=$((C_WRONG + 1)); }
 result "5c. symlink swaps into/out of the tree" 205 "$C_WRONG" "outside content listed: $leak"
 
 # ---------------------------------------------------------------- d
@@ -264,7 +269,7 @@ ctl list "$T/deep/" >/dev/null || { fail "g: iverctl list with PATH_MAX paths fa
 # check_all cannot open paths over PATH_MAX by name either: take the deep tree out
 mv "$T/deep" "$D/deep.done"
 ctl settle --timeout 60 >/dev/null
-result "5g. PATH_MAX (4095-byte path) and beyond" 2 "$G_WRONG" "over PATH_MAX: ${msg#iverd: }"
+result "5g. PATH_MAX (4095-byte path) and beyond" 2 "$G_WRONG" "over PATH_MAX: ${got2:+listed}${msg#iverd: }"
 rm -rf "$D/deep.done" 2>/dev/null || python3 -c 'import shutil,sys; shutil.rmtree(sys.argv[1])' "$D/deep.done"
 
 stop_iverd
