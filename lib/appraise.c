@@ -233,6 +233,10 @@ done:
         return 0;
 }
 
+bool iver_appraise_xattr_is_signature(const uint8_t *value, size_t size) {
+        return value && size > 0 && (value[0] == IVER_IMA_XATTR_DIGSIG || value[0] == IVER_IMA_VERITY_DIGSIG);
+}
+
 int iver_appraise_read_xattr(int fd, uint8_t **ret, size_t *ret_size) {
         if (fd < 0 || !ret || !ret_size)
                 return -EINVAL;
@@ -281,7 +285,7 @@ int iver_appraise_fd(const IverKeyring *kr, int fd, const IverDigest *file_diges
                 return r;
         *ret = a;
         if (ret_sig) {
-                bool is_sig = size > 0 && (value[0] == IVER_IMA_XATTR_DIGSIG || value[0] == IVER_IMA_VERITY_DIGSIG);
+                bool is_sig = iver_appraise_xattr_is_signature(value, size);
                 *ret_sig = is_sig ? TAKE_PTR(value) : NULL;
                 *ret_sig_size = is_sig ? size : 0;
         }

@@ -77,8 +77,9 @@ static void *worker_main(void *arg) {
                         w->todo_tail = NULL;
                 pthread_mutex_unlock(&w->lock);
 
+                j->opt.read_ima_xattr = true; /* appraisal and ima-sig entries: read with the hash */
                 j->r = workers_measure_path(j->path, &j->opt, &j->m);
-                if (j->keyring && j->r >= 0)
+                if (j->r >= 0)
                         appraisal_run(j);
 
                 pthread_mutex_lock(&w->lock);
