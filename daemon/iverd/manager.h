@@ -9,6 +9,7 @@
 #include "iver/check.h"
 #include "iver/conf.h"
 #include "iver/policy.h"
+#include "exit-status.h"
 #include "queue.h"
 #include "workers.h"
 
@@ -77,9 +78,18 @@ typedef struct Manager {
 
 } Manager;
 
-int manager_new(const Overrides *o, Manager **ret);
+/* Load settings and set up every component. On failure the reason is
+ * logged (once) and *ret_exit (if given) says which kind of failure it was. */
+int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit);
 Manager *manager_free(Manager *m);
+static inline void manager_freep(Manager **m) {
+        if (*m)
+                *m = manager_free(*m);
+}
+/* Queue the initial scan, start the timers, tell the service manager we are
+ * ready. Failures are logged. */
 int manager_start(Manager *m);
+/* The event loop until SIGTERM/SIGINT; then a last snapshot. */
 int manager_run(Manager *m);
 
 /* Queue a path for checking (from walker, watcher, control). */
