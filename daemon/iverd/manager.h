@@ -52,7 +52,8 @@ typedef struct Manager {
         FsTrack *fstrack;               /* whole-filesystem change tracking (fanotify; watch is the fallback) */
         Mounts *mounts;                 /* mount table changes → rescans */
         Control *control;
-        Evidence *evidence;             /* measurement list + TPM (may be NULL) */
+        Evidence *evidence;             /* measurement list + TPM; never NULL once manager_new() returned
+                                         * (no TPM is the "none" TPM, not a missing Evidence) */
         OnAccess *onaccess;             /* fanotify triggers (NULL: OnAccess=none) */
         Recheck *recheck;               /* provisional files to look at again */
         sd_event_source *worker_source, *rescan_timer, *status_timer, *dispatch_source;
