@@ -166,6 +166,14 @@ START_TEST(test_ima_xattr_with_measurement) {
         iver_measurement_done(&m);
         ck_assert_ptr_null(m.ima_xattr);
 
+        /* a usual signature's size: read in one call */
+        ck_assert_int_eq(setxattr(f, "security.ima", value, 265, 0), 0);
+        ck_assert_int_eq(iver_measure(AT_FDCWD, f, &o, &m), 0);
+        ck_assert_int_eq(m.ima_xattr_r, 0);
+        ck_assert_uint_eq(m.ima_xattr_size, 265);
+        ck_assert_mem_eq(m.ima_xattr, value, 265);
+        iver_measurement_done(&m);
+
         o.read_ima_xattr = false;
         ck_assert_int_eq(iver_measure(AT_FDCWD, f, &o, &m), 0);
         ck_assert_ptr_null(m.ima_xattr);
