@@ -233,9 +233,30 @@ done:
         return 0;
 }
 
+bool iver_appraise_xattr_is_signature(const uint8_t *value, size_t size) {
+        return value && size > 0 && (value[0] == IVER_IMA_XATTR_DIGSIG || value[0] == IVER_IMA_VERITY_DIGSIG);
+}
+
 int iver_appraise_read_xattr(int fd, uint8_t **ret, size_t *ret_size) {
         if (fd < 0 || !ret || !ret_size)
                 return -EINVAL;
+        /* Most values (a v2 RSA-2048 signature: 265 bytes) fit a small buffer:
+         * one call. Larger ones are sized first. */
+        uint8_t small[1024];
+        ssize_t k = fgetxattr(fd, IVER_IMA_XATTR_NAME, small, sizeof(small));
+        if (k < 0 && errno != ERANGE)
+                return errno == ENODATA || errno == ENOTSUP ? -ENODATA : negative_errno();
+        if (k == 0)
+                return -ENODATA;
+        if (k > 0) {
+                uint8_t *buf = malloc((size_t) k);
+                if (!buf)
+                        return -ENOMEM;
+                memcpy(buf, small, (size_t) k);
+                *ret = buf;
+                *ret_size = (size_t) k;
+                return 0;
+        }
         /* The size can change between the two calls (a concurrent setxattr):
          * retry a few times on ERANGE. */
         for (int attempt = 0; attempt < 4; attempt++) {
@@ -281,7 +302,7 @@ int iver_appraise_fd(const IverKeyring *kr, int fd, const IverDigest *file_diges
                 return r;
         *ret = a;
         if (ret_sig) {
-                bool is_sig = size > 0 && (value[0] == IVER_IMA_XATTR_DIGSIG || value[0] == IVER_IMA_VERITY_DIGSIG);
+                bool is_sig = iver_appraise_xattr_is_signature(value, size);
                 *ret_sig = is_sig ? TAKE_PTR(value) : NULL;
                 *ret_sig_size = is_sig ? size : 0;
         }

@@ -12,12 +12,14 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 
 #include "digest-internal.h"
+#include "iver/appraise.h"
 #include "iver/measure.h"
 #include "macro.h"
 #include "pseudofs.h"
@@ -182,6 +184,11 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
                 goto out;
         }
         m->bytes_hashed += (uint64_t) n;
+        if (o->read_ima_xattr) {
+                /* between hash and closing statx: covered by the cookie check */
+                iver_measurement_done(m);
+                m->ima_xattr_r = iver_appraise_read_xattr(fd, &m->ima_xattr, &m->ima_xattr_size);
+        }
 
         r = iver_stat_fd(o->statx, fd, want_version, &after);
         if (r < 0)
@@ -206,10 +213,17 @@ out:
         return r;
 }
 
+void iver_measurement_done(IverMeasurement *m) {
+        free(m->ima_xattr);
+        m->ima_xattr = NULL;
+        m->ima_xattr_size = 0;
+        m->ima_xattr_r = -ENODATA;
+}
+
 static int measure_fd(int fd, const IverMeasureOptions *opt, const IverStat *pre, int64_t pre_at,
                       IverMeasurement *ret) {
         IverMeasureOptions o = *opt;
-        IverMeasurement m = { .status = IVER_MEASURE_UNSTABLE };
+        IverMeasurement m = { .status = IVER_MEASURE_UNSTABLE, .ima_xattr_r = -ENODATA };
         int64_t cpu0 = o.no_cpu_time ? 0 : iver_thread_cpu_ns();
         int r = 0;
 
@@ -234,6 +248,8 @@ static int measure_fd(int fd, const IverMeasureOptions *opt, const IverStat *pre
                 (void) iver_stat_fd(o.statx, fd, o.source == IVER_COOKIE_STATX_VERSION, &m.st);
                 m.digest = (IverDigest) { .algo = _IVER_HASH_INVALID };
         }
+        if (r < 0 || m.status == IVER_MEASURE_UNSTABLE || m.status == IVER_MEASURE_NOT_REGULAR)
+                iver_measurement_done(&m); /* no digest: no xattr of its version */
         if (r < 0)
                 return r;
         m.cpu_ns = o.no_cpu_time ? 0 : iver_thread_cpu_ns() - cpu0;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "macro.h"
 #include "output.h"
 #include "iverctl.h"
 
@@ -37,9 +38,33 @@ int base64_decode(const char *in, uint8_t **ret, size_t *ret_len) {
         return 0;
 }
 
+int oom(void) {
+        fputs("iverctl: out of memory\n", stderr);
+        return IVERCTL_EXIT_FAILURE;
+}
+
+static bool fail_add(json_object **obj, json_object *value) {
+        json_object_put(value);
+        json_object_put(*obj);
+        *obj = NULL;
+        return false;
+}
+
+bool json_add(json_object **obj, const char *key, json_object *value) {
+        if (!*obj || !value || json_object_object_add(*obj, key, value) < 0)
+                return fail_add(obj, value);
+        return true;
+}
+
+bool json_append(json_object **arr, json_object *value) {
+        if (!*arr || !value || json_object_array_add(*arr, value) < 0)
+                return fail_add(arr, value);
+        return true;
+}
+
 json_object *request(const char *verb) {
         json_object *o = json_object_new_object();
-        json_object_object_add(o, "verb", json_object_new_string(verb));
+        (void) json_add(&o, "verb", json_object_new_string(verb));
         return o;
 }
 
@@ -53,6 +78,15 @@ static const char *socket_path(void) {
 int call(json_object *req, double timeout_sec, json_object **ret) {
         const char *path = socket_path();
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (!req)
+                return oom();
+        const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+        size_t len = s ? strlen(s) : 0;
+        _cleanup_free_ char *msg = s ? malloc(len + 2) : NULL;
+        if (!msg)
+                return oom();
+        memcpy(msg, s, len);
+        msg[len] = '\n';
         if (strlen(path) >= sizeof(sa.sun_path)) {
                 fprintf(stderr, "iverctl: socket path too long: %s\n", path);
                 return IVERCTL_EXIT_USAGE;
@@ -65,21 +99,18 @@ int call(json_object *req, double timeout_sec, json_object **ret) {
                         close(fd);
                 return IVERCTL_EXIT_DAEMON;
         }
-        const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-        size_t len = strlen(s);
-        char *msg = malloc(len + 2);
-        memcpy(msg, s, len);
-        msg[len] = '\n';
         if (send(fd, msg, len + 1, MSG_NOSIGNAL) != (ssize_t) (len + 1)) {
                 fprintf(stderr, "iverctl: cannot send to iverd: %s\n", strerror(errno));
-                free(msg);
                 close(fd);
                 return IVERCTL_EXIT_DAEMON;
         }
-        free(msg);
 
         size_t cap = 65536, n = 0;
         char *buf = malloc(cap);
+        if (!buf) {
+                close(fd);
+                return oom();
+        }
         int timeout_ms = (int) ((timeout_sec > 0 ? timeout_sec : 30) * 1000);
         for (;;) {
                 struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -90,8 +121,16 @@ int call(json_object *req, double timeout_sec, json_object **ret) {
                         close(fd);
                         return IVERCTL_EXIT_DAEMON;
                 }
-                if (n + 4096 > cap)
-                        buf = realloc(buf, cap *= 2);
+                if (n + 4096 > cap) {
+                        char *bigger = realloc(buf, cap * 2);
+                        if (!bigger) {
+                                free(buf);
+                                close(fd);
+                                return oom();
+                        }
+                        buf = bigger;
+                        cap *= 2;
+                }
                 ssize_t k = pr < 0 ? -1 : recv(fd, buf + n, cap - n - 1, 0);
                 if (k < 0 && errno == EINTR)
                         continue;
@@ -103,6 +142,8 @@ int call(json_object *req, double timeout_sec, json_object **ret) {
         }
         close(fd);
         buf[n] = 0;
+        /* json-c 0.16 does not tell a parse that ran out of memory from a bad
+         * document: both are "malformed" here */
         json_object *reply = json_tokener_parse(buf);
         free(buf);
         if (!reply || !json_object_is_type(reply, json_type_object)) {

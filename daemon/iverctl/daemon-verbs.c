@@ -105,7 +105,7 @@ int verb_stats(int argc, char *argv[]) {
                 return IVERCTL_EXIT_USAGE;
         }
         json_object *req = request("stats"), *r, *s, *rows;
-        json_object_object_add(req, "top", json_object_new_int(top));
+        (void) json_add(&req, "top", json_object_new_int(top));
         int ret = call(req, 0, &r);
         json_object_put(req);
         if (ret)
@@ -197,9 +197,9 @@ int verb_list(int argc, char *argv[]) {
         json_object *req = request("list"), *r, *files;
         for (int i = 1; i < argc; i++)
                 if (strcmp(argv[i], "--violations") == 0)
-                        json_object_object_add(req, "violations", json_object_new_boolean(1));
+                        (void) json_add(&req, "violations", json_object_new_boolean(1));
                 else
-                        json_object_object_add(req, "prefix", json_object_new_string(argv[i]));
+                        (void) json_add(&req, "prefix", json_object_new_string(argv[i]));
         int ret = call(req, 0, &r);
         json_object_put(req);
         if (ret)
@@ -220,14 +220,18 @@ int verb_list(int argc, char *argv[]) {
         return IVERCTL_EXIT_OK;
 }
 
-static int decode_b64(json_object *s, uint8_t **ret, size_t *ret_len) {
+/* The base64 field key of reply r: -EBADMSG when missing or not base64, -ENOMEM. */
+static int decode_b64(json_object *r, const char *key, uint8_t **ret, size_t *ret_len) {
+        json_object *s;
+        if (!json_object_object_get_ex(r, key, &s) || !json_object_is_type(s, json_type_string))
+                return -EBADMSG;
         return base64_decode(json_object_get_string(s), ret, ret_len);
 }
 
 int verb_log(int argc, char *argv[]) {
         bool binary = has_flag(argc, argv, "--binary");
         json_object *req = request("log"), *r, *v;
-        json_object_object_add(req, "format", json_object_new_string(binary ? "binary" : "ascii"));
+        (void) json_add(&req, "format", json_object_new_string(binary ? "binary" : "ascii"));
         int ret = call(req, 0, &r);
         json_object_put(req);
         if (ret)
@@ -235,9 +239,12 @@ int verb_log(int argc, char *argv[]) {
         if (binary) {
                 uint8_t *buf;
                 size_t len;
-                if (!json_object_object_get_ex(r, "binary", &v) || decode_b64(v, &buf, &len) < 0) {
-                        fprintf(stderr, "iverctl: bad binary list in reply\n");
+                int k = decode_b64(r, "binary", &buf, &len);
+                if (k < 0) {
                         json_object_put(r);
+                        if (k == -ENOMEM)
+                                return oom();
+                        fprintf(stderr, "iverctl: bad binary list in reply\n");
                         return IVERCTL_EXIT_DAEMON;
                 }
                 fwrite(buf, 1, len, stdout);
@@ -263,15 +270,17 @@ int verb_remeasure(int argc, char *argv[]) {
                 if (p[0] != '/') {
                         if (!getcwd(abs, sizeof(abs)) || strlen(abs) + strlen(p) + 2 > sizeof(abs)) {
                                 fprintf(stderr, "iverctl remeasure: cannot make %s absolute\n", p);
+                                json_object_put(paths);
+                                json_object_put(req);
                                 return IVERCTL_EXIT_USAGE;
                         }
                         strcat(abs, "/");
                         strcat(abs, p);
                         p = abs;
                 }
-                json_object_array_add(paths, json_object_new_string(p));
+                (void) json_append(&paths, json_object_new_string(p));
         }
-        json_object_object_add(req, "paths", paths);
+        (void) json_add(&req, "paths", paths); /* call() reports a NULL req: out of memory */
         int ret = call(req, 0, &r);
         json_object_put(req);
         if (!ret)
@@ -375,7 +384,7 @@ int verb_settle(int argc, char *argv[]) {
                         timeout = 0.001;
         }
         json_object *req = request("settle"), *r;
-        json_object_object_add(req, "timeout", json_object_new_double(timeout));
+        (void) json_add(&req, "timeout", json_object_new_double(timeout));
         int ret = call(req, timeout + 5, &r);
         json_object_put(req);
         if (!ret)
@@ -416,9 +425,9 @@ int verb_quote(int argc, char *argv[]) {
                 return IVERCTL_EXIT_FAILURE;
         }
         json_object *req = request("quote"), *r;
-        json_object_object_add(req, "nonce", json_object_new_string(nonce));
+        (void) json_add(&req, "nonce", json_object_new_string(nonce));
         if (json_object_array_length(banks) > 0)
-                json_object_object_add(req, "banks", banks);
+                (void) json_add(&req, "banks", banks);
         else
                 json_object_put(banks);
         int ret = call(req, 25, &r);
@@ -429,11 +438,19 @@ int verb_quote(int argc, char *argv[]) {
                 const char *key, *file;
         } parts[] = { { "msg", "quote.msg" }, { "sig", "quote.sig" }, { "pcrs", "pcrs.out" }, { "list", "measurements.bin" } };
         for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-                json_object *v;
                 uint8_t *buf;
                 size_t len;
-                if (!json_object_object_get_ex(r, parts[i].key, &v) || decode_b64(v, &buf, &len) < 0 ||
-                    (write_file(out, parts[i].file, buf, len) < 0 ? (free(buf), 1) : (free(buf), 0))) {
+                int k = decode_b64(r, parts[i].key, &buf, &len);
+                if (k < 0) {
+                        json_object_put(r);
+                        if (k == -ENOMEM)
+                                return oom();
+                        fprintf(stderr, "iverctl quote: no valid '%s' in the reply\n", parts[i].key);
+                        return IVERCTL_EXIT_DAEMON;
+                }
+                k = write_file(out, parts[i].file, buf, len);
+                free(buf);
+                if (k < 0) {
                         json_object_put(r);
                         return IVERCTL_EXIT_FAILURE;
                 }
@@ -470,7 +487,7 @@ int verb_explain(int argc, char *argv[]) {
                 p = abs;
         }
         json_object *req = request("explain"), *r;
-        json_object_object_add(req, "path", json_object_new_string(p));
+        (void) json_add(&req, "path", json_object_new_string(p));
         int ret = call(req, 0, &r);
         json_object_put(req);
         if (ret)

@@ -52,7 +52,7 @@ static void hex(const uint8_t *p, size_t n, char *out) {
 
 static int fetch_list(IverImaLog **ret) {
         json_object *req = request("log"), *r, *v;
-        json_object_object_add(req, "format", json_object_new_string("binary"));
+        (void) json_add(&req, "format", json_object_new_string("binary"));
         int ret_code = call(req, 0, &r);
         json_object_put(req);
         if (ret_code)
@@ -78,6 +78,8 @@ static int fetch_list(IverImaLog **ret) {
         return 0;
 }
 
+/* The Keylime runtime policy of the list; NULL when out of memory (never
+ * a policy with entries left out). */
 static json_object *build_policy(const IverImaLog *l, size_t *ret_paths, size_t *ret_digests, size_t *ret_violations,
                                  size_t *ret_skipped) {
         json_object *root = json_object_new_object(), *meta = json_object_new_object(),
@@ -88,23 +90,19 @@ static json_object *build_policy(const IverImaLog *l, size_t *ret_paths, size_t 
         clock_gettime(CLOCK_REALTIME, &now);
         gmtime_r(&now.tv_sec, &tm);
         strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        json_object_object_add(meta, "version", json_object_new_int(1));
-        json_object_object_add(meta, "generator", json_object_new_int(0));
-        json_object_object_add(meta, "timestamp", json_object_new_string(ts));
-        json_object_object_add(root, "meta", meta);
-        json_object_object_add(root, "release", json_object_new_int(0));
-        json_object_object_add(root, "digests", digests);
-        json_object_object_add(root, "excludes", json_object_new_array());
-        json_object_object_add(root, "keyrings", json_object_new_object());
-        json_object_object_add(ima, "ignored_keyrings", json_object_new_array());
-        json_object_object_add(ima, "log_hash_alg", json_object_new_string("sha1"));
-        json_object_object_add(ima, "dm_policy", NULL);
-        json_object_object_add(root, "ima", ima);
-        json_object_object_add(root, "ima-buf", json_object_new_object());
-        json_object_object_add(root, "verification-keys", json_object_new_string(""));
+        /* json_add() consumes its value even after a failure: no && chains */
+        (void) json_add(&meta, "version", json_object_new_int(1));
+        (void) json_add(&meta, "generator", json_object_new_int(0));
+        (void) json_add(&meta, "timestamp", json_object_new_string(ts));
+        (void) json_add(&ima, "ignored_keyrings", json_object_new_array());
+        (void) json_add(&ima, "log_hash_alg", json_object_new_string("sha1"));
+        if (ima && json_object_object_add(ima, "dm_policy", NULL) < 0) { /* an explicit null */
+                json_object_put(ima);
+                ima = NULL;
+        }
 
         size_t n_paths = 0, n_digests = 0, n_viol = 0, n_skipped = 0;
-        for (size_t i = 0; i < iver_imalog_size(l); i++) {
+        for (size_t i = 0; digests && i < iver_imalog_size(l); i++) {
                 const IverImaEntry *e = iver_imalog_get(l, i);
                 if (e->violation) {
                         n_viol++;
@@ -113,8 +111,11 @@ static json_object *build_policy(const IverImaLog *l, size_t *ret_paths, size_t 
                 if (e->digest_len > 64)
                         continue;
                 _cleanup_free_ char *name = strndup(e->path, e->path_len);
-                if (!name)
-                        continue;
+                if (!name) {
+                        json_object_put(digests);
+                        digests = NULL;
+                        break;
+                }
                 if (!iver_imalog_name_is_kernel_form(name, e->path_len)) {
                         fprintf(stderr, "iverctl policy export: warning: raw name in the list, stored in the kernel form: ");
                         print_path(stderr, name);
@@ -124,20 +125,38 @@ static json_object *build_policy(const IverImaLog *l, size_t *ret_paths, size_t 
                 }
                 char h[2 * 64 + 1];
                 hex(e->digest, e->digest_len, h);
-                json_object *arr;
+                json_object *arr; /* borrowed from digests */
                 if (!json_object_object_get_ex(digests, name, &arr)) {
-                        arr = json_object_new_array();
-                        json_object_object_add(digests, name, arr);
+                        json_object *a = json_object_new_array();
+                        if (!json_add(&digests, name, a))
+                                break;
+                        arr = a;
                         n_paths++;
                 }
                 bool have = false;
                 for (size_t j = 0; j < json_object_array_length(arr) && !have; j++)
                         have = strcmp(json_object_get_string(json_object_array_get_idx(arr, j)), h) == 0;
                 if (!have) {
-                        json_object_array_add(arr, json_object_new_string(h));
+                        json_object *d = json_object_new_string(h);
+                        if (!d || json_object_array_add(arr, d) < 0) {
+                                json_object_put(d);
+                                json_object_put(digests);
+                                digests = NULL;
+                                break;
+                        }
                         n_digests++;
                 }
         }
+        (void) json_add(&root, "meta", meta);
+        (void) json_add(&root, "release", json_object_new_int(0));
+        (void) json_add(&root, "digests", digests);
+        (void) json_add(&root, "excludes", json_object_new_array());
+        (void) json_add(&root, "keyrings", json_object_new_object());
+        (void) json_add(&root, "ima", ima);
+        (void) json_add(&root, "ima-buf", json_object_new_object());
+        (void) json_add(&root, "verification-keys", json_object_new_string(""));
+        if (!root)
+                return NULL;
         *ret_paths = n_paths, *ret_digests = n_digests, *ret_violations = n_viol, *ret_skipped = n_skipped;
         return root;
 }
@@ -170,14 +189,19 @@ int verb_policy_export(int argc, char *argv[]) {
         json_object *policy = build_policy(l, &n_paths, &n_digests, &n_viol, &n_skipped);
         size_t n_entries = iver_imalog_size(l);
         iver_imalog_free(l);
-        const char *s = json_object_to_json_string_ext(policy, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                                       JSON_C_TO_STRING_NOSLASHESCAPE);
+        const char *s = policy ? json_object_to_json_string_ext(policy, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                                JSON_C_TO_STRING_NOSLASHESCAPE)
+                               : NULL;
+        if (!s) {
+                json_object_put(policy);
+                return oom();
+        }
         size_t len = strlen(s);
         if (out) {
                 char *doc = malloc(len + 2);
                 if (!doc) {
                         json_object_put(policy);
-                        return IVERCTL_EXIT_FAILURE;
+                        return oom();
                 }
                 memcpy(doc, s, len);
                 doc[len] = '\n';

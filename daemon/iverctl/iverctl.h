@@ -4,7 +4,7 @@
 /* iverctl exit codes, documented in iverctl(1). */
 typedef enum IverctlExit {
         IVERCTL_EXIT_OK = 0,
-        IVERCTL_EXIT_FAILURE = 1,       /* the operation failed (some file could not be hashed…) */
+        IVERCTL_EXIT_FAILURE = 1,       /* the operation failed (some file could not be hashed…), out of memory */
         IVERCTL_EXIT_USAGE = 2,         /* bad command line */
         IVERCTL_EXIT_NOT_REGULAR = 3,   /* hash: a named file is not a regular file */
         IVERCTL_EXIT_UNSTABLE = 4,      /* hash: a file kept changing while hashed */

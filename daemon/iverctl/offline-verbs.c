@@ -13,6 +13,7 @@
 #include "iver/digest.h"
 #include "iver/policy.h"
 #include "iver/tpm.h"
+#include "client.h"
 #include "iverctl.h"
 #include "output.h"
 
@@ -95,6 +96,7 @@ static long check_runtime_policy(const char *dir, const char *policy_path) {
                 ex = calloc(json_object_array_length(excl) + 1, sizeof(regex_t));
                 if (!ex) {
                         json_object_put(pol);
+                        (void) oom();
                         return -1;
                 }
                 for (size_t i = 0; i < json_object_array_length(excl); i++) {

@@ -1,83 +1,61 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Signature appraisal of security.ima on the worker threads. */
+/* Signature appraisal of security.ima on the worker threads, from the xattr
+ * the measurement read on the fd it hashed (IverMeasureOptions.read_ima_xattr). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/xattr.h>
 
 #include "appraisal.h"
+#include "macro.h"
 
-#define XATTR_IMA "security.ima"
-#define XATTR_MAX 8192
-
-static int read_xattr(const char *path, uint8_t **ret, size_t *ret_len) {
-        uint8_t *buf = malloc(XATTR_MAX);
-        if (!buf)
-                return -ENOMEM;
-        ssize_t n = lgetxattr(path, XATTR_IMA, buf, XATTR_MAX);
-        if (n < 0) {
-                int r = errno == ENOTSUP ? -ENODATA : -errno;
-                free(buf);
-                return r;
-        }
-        *ret = buf;
-        *ret_len = (size_t) n;
-        return 0;
+static bool has_digest(const IverMeasurement *m) {
+        return m->status == IVER_MEASURE_STABLE || m->status == IVER_MEASURE_PROVISIONAL;
 }
 
-/* The cookie now equals the one the digest was computed under. */
-static bool unchanged(const Job *j) {
-        IverStat st;
-        if (iver_stat(j->opt.statx, AT_FDCWD, j->path, j->opt.source == IVER_COOKIE_STATX_VERSION, &st) < 0)
-                return false;
-        IverCookie a = iver_cookie_from_stat(j->opt.source, &j->m.st), b = iver_cookie_from_stat(j->opt.source, &st);
-        return st.ino == j->m.st.ino && st.dev == j->m.st.dev && iver_cookie_equal(&a, &b);
+/* The verdict on j->m's xattr and digest; -EOPNOTSUPP: signed over another algorithm. */
+static int verdict(Job *j) {
+        if (j->m.ima_xattr_r == -ENODATA) {
+                j->appraisal = (IverAppraisal) { .result = IVER_APPRAISAL_MISSING, .reason = "no security.ima",
+                                                 .algo = _IVER_HASH_INVALID };
+                return 0;
+        }
+        if (j->m.ima_xattr_r < 0)
+                return j->m.ima_xattr_r;
+        return iver_appraise_xattr(j->keyring, j->m.ima_xattr, j->m.ima_xattr_size, &j->m.digest, &j->appraisal);
+}
+
+/* A signature over another algorithm re-measures with that one (as the
+ * kernel does) and appraises that measurement's own xattr, so digest and
+ * xattr stay of one version. */
+static int appraise(Job *j) {
+        int r = verdict(j);
+        if (r != -EOPNOTSUPP)
+                return r;
+
+        IverMeasureOptions o = j->opt;
+        o.algo = iver_appraise_xattr_hash_algo(j->m.ima_xattr, j->m.ima_xattr_size);
+        if (o.algo < 0)
+                return -EOPNOTSUPP;
+        IverMeasurement m2;
+        r = workers_measure_path(j->path, &o, &m2);
+        if (r < 0)
+                return r;
+        m2.bytes_hashed += j->m.bytes_hashed;
+        m2.cpu_ns += j->m.cpu_ns;
+        iver_measurement_done(&j->m);
+        j->m = m2;
+        j->opt = o;
+        if (!has_digest(&j->m))
+                return -ESTALE;
+        r = verdict(j);
+        return r == -EOPNOTSUPP ? -ESTALE : r; /* re-signed meanwhile: look again */
 }
 
 void appraisal_run(Job *j) {
-        uint8_t *x = NULL;
-        size_t n = 0;
-
-        if (j->m.status != IVER_MEASURE_STABLE && j->m.status != IVER_MEASURE_PROVISIONAL) {
-                j->appraise_r = -ESTALE; /* nothing to appraise against */
-                return;
+        if (j->keyring) /* no digest: nothing to appraise against */
+                j->appraise_r = has_digest(&j->m) ? appraise(j) : -ESTALE;
+        if (has_digest(&j->m) && iver_appraise_xattr_is_signature(j->m.ima_xattr, j->m.ima_xattr_size)) {
+                j->sig = TAKE_PTR(j->m.ima_xattr);
+                j->sig_len = j->m.ima_xattr_size;
         }
-        int r = read_xattr(j->path, &x, &n);
-        if (r == -ENODATA) {
-                j->appraisal = (IverAppraisal) { .result = IVER_APPRAISAL_MISSING, .reason = "no security.ima",
-                                                 .algo = _IVER_HASH_INVALID };
-                j->appraise_r = unchanged(j) ? 0 : -ESTALE;
-                return;
-        }
-        if (r < 0) {
-                j->appraise_r = r;
-                return;
-        }
-        r = iver_appraise_xattr(j->keyring, x, n, &j->m.digest, &j->appraisal);
-        if (r == -EOPNOTSUPP) {
-                /* signed over another algorithm: measure with that one, as the kernel does */
-                IverHashAlgo a = iver_appraise_xattr_hash_algo(x, n);
-                IverMeasureOptions o = j->opt;
-                o.algo = a;
-                IverMeasurement m2;
-                r = a >= 0 ? workers_measure_path(j->path, &o, &m2) : -EOPNOTSUPP;
-                if (r >= 0 && (m2.status == IVER_MEASURE_STABLE || m2.status == IVER_MEASURE_PROVISIONAL)) {
-                        m2.bytes_hashed += j->m.bytes_hashed;
-                        m2.cpu_ns += j->m.cpu_ns;
-                        j->m = m2;
-                        j->opt = o;
-                        r = iver_appraise_xattr(j->keyring, x, n, &j->m.digest, &j->appraisal);
-                } else if (r >= 0)
-                        r = -ESTALE;
-        }
-        if (r >= 0 && !unchanged(j))
-                r = -ESTALE;
-        j->appraise_r = r;
-        if (r >= 0 && n > 0 && (x[0] == 0x03 || x[0] == 0x06)) {
-                j->sig = x;
-                j->sig_len = n;
-                return;
-        }
-        free(x);
+        iver_measurement_done(&j->m);
 }

@@ -2,9 +2,12 @@
 #pragma once
 #include "workers.h"
 
-/* Appraise a hashed file on its worker: read security.ima, verify the
- * signature against the job's keyring, and make sure the verdict belongs to
- * the version that was hashed (the xattr is read after the hash; a change in
- * between moves ctime, and then the verdict is dropped and the file
- * re-checked). A signature over another algorithm re-hashes with it. */
+/* After the hash of a job measured with read_ima_xattr, on its worker: when
+ * j->keyring is set, verify the signature in security.ima against the
+ * keyring and the digest (j->appraise_r, j->appraisal). The xattr is the
+ * one the measurement read from the fd it hashed, between the hash and the
+ * closing statx, so the verdict belongs to the version that was hashed. A
+ * signature over another algorithm re-hashes with it (j->m, j->opt
+ * replaced). Whether appraised or not, a signature in the xattr moves to
+ * j->sig for an ima-sig entry; j->m owns no xattr afterwards. */
 void appraisal_run(Job *j);

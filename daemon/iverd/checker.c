@@ -161,6 +161,8 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         j->path = path;
         j->pending = p;
         j->opt = iver_check_measure_options(m->ctx, &p);
+        /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
+        j->opt.read_ima_xattr = flags & IVER_CHECK_SIGNATURE_BOUND;
         j->keyring = appraise ? m->keyring : NULL;
         workers_submit(m->workers, j);
         return false;
@@ -247,6 +249,8 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter
         j->waiter = waiter;
         j->pending = p;
         j->opt = iver_check_measure_options(m->ctx, &p);
+        /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
+        j->opt.read_ima_xattr = flags & IVER_CHECK_SIGNATURE_BOUND;
         j->keyring = appraise ? m->keyring : NULL;
         use_jobs++;
         workers_submit_first(m->workers, j);

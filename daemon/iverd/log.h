@@ -11,8 +11,13 @@
  * decides. Audit records go through libaudit; without audit, one warning.
  *
  * The journal never blocks: iverd sends native-protocol datagrams on its own
- * non-blocking socket; a message journald cannot take at once (its queue is
- * full) is dropped and counted (log_dropped(), iverctl status). */
+ * non-blocking socket. A message journald cannot take at once (its queue is
+ * full, or it restarted and one reconnect did not reach it) or whose fields
+ * exceed one 24 KiB datagram is dropped — not written to stderr instead —
+ * and counted (log_dropped(): journal_dropped in iverctl status and stats).
+ * Without a journal (IVERD_LOG_STDERR, or no socket at start) messages go
+ * to stderr and nothing is dropped. Per-file messages are rate-limited
+ * apart (log_file_errno, log_suppressed()). */
 
 /* MESSAGE_IDs (stable; journalctl MESSAGE_ID=…). */
 #define IVERD_MESSAGE_MEASURED  "5b8a2f3c1d6e4a0b9c7d8e9f0a1b2c3d"

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "caps.h"
+#include "exit-status.h"
 #include "log.h"
 #include "manager.h"
 
@@ -65,7 +66,7 @@ int main(int argc, char *argv[]) {
                         v = strtol(optarg, &end, 10);
                         if (*optarg == 0 || *end || v < 0 || v > 23) {
                                 fprintf(stderr, "iverd: --pcr: expected 0..23 or auto, got '%s'\n", optarg);
-                                return 2;
+                                return IVERD_EXIT_USAGE;
                         }
                         o.pcr = (int) v;
                         break;
@@ -73,14 +74,14 @@ int main(int argc, char *argv[]) {
                         o.version_source = iver_version_mode_from_string(optarg);
                         if (o.version_source < 0) {
                                 fprintf(stderr, "iverd: --version-source: expected auto, statx or ctime, got '%s'\n", optarg);
-                                return 2;
+                                return IVERD_EXIT_USAGE;
                         }
                         break;
                 case 'w':
                         v = strtol(optarg, &end, 10);
                         if (*optarg == 0 || *end || v < 1 || v > 256) {
                                 fprintf(stderr, "iverd: --workers: expected 1..256, got '%s'\n", optarg);
-                                return 2;
+                                return IVERD_EXIT_USAGE;
                         }
                         o.workers = (int) v;
                         break;
@@ -88,31 +89,35 @@ int main(int argc, char *argv[]) {
                         o.on_access = iver_on_access_from_string(optarg);
                         if (o.on_access < 0) {
                                 fprintf(stderr, "iverd: --on-access: expected none, exec or open, got '%s'\n", optarg);
-                                return 2;
+                                return IVERD_EXIT_USAGE;
                         }
                         break;
                 case 'v': o.verbose = true; break;
-                case 'h': help(); return 0;
-                default: return 2;
+                case 'h': help(); return IVERD_EXIT_OK;
+                default: return IVERD_EXIT_USAGE;
                 }
         }
         if (optind < argc) {
                 fprintf(stderr, "iverd: unexpected argument '%s'\n", argv[optind]);
-                return 2;
+                return IVERD_EXIT_USAGE;
         }
 
         log_setup(o.verbose);
         caps_drop_unneeded(); /* before manager_new() starts the worker threads: capabilities are per thread */
         Manager *m = NULL;
-        int r = manager_new(&o, &m);
+        IverdExit ex = IVERD_EXIT_FAILURE;
+        int r = manager_new(&o, &m, &ex);
         if (r < 0) {
                 log_close();
-                return 1;
+                return ex; /* logged by manager_new */
         }
         r = manager_start(m);
-        if (r >= 0)
+        if (r >= 0) {
                 r = manager_run(m);
+                if (r < 0)
+                        log_error_errno(r, "The event loop failed: %m");
+        }
         manager_free(m);
         log_close();
-        return r < 0 ? 1 : 0;
+        return r < 0 ? IVERD_EXIT_FAILURE : IVERD_EXIT_OK;
 }

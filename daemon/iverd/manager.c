@@ -306,31 +306,38 @@ static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 
 /* ---- lifecycle ---- */
 
-int manager_new(const Overrides *o, Manager **ret) {
-        Manager *m = calloc(1, sizeof(*m));
-        char *err = NULL;
+/* Every failure is logged once: here, or by the component that decided
+ * (settings_* hand their message back; rundir_prepare, evidence_new,
+ * control_new log theirs). `ex` is the exit status of the
+ * step in progress. */
+int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        IverdExit ex = IVERD_EXIT_FAILURE;
+        _cleanup_free_ char *err = NULL;
         int r;
 
-        if (!m)
-                return -ENOMEM;
+        m = calloc(1, sizeof(*m));
+        if (!m) {
+                r = log_error_errno(-ENOMEM, "Cannot allocate the manager: %m");
+                goto fail;
+        }
         m->overrides = *o;
         m->gid_stats = UINT64_MAX;
+        ex = IVERD_EXIT_CONFIG;
         r = settings_load_conf(o, &m->conf, &err);
         if (r < 0) {
                 log_error("Failed to load configuration: %s", err ?: strerror(-r));
-                free(err);
-                free(m);
-                return r;
+                goto fail;
         }
         r = settings_load_policy(o, &m->policy, &m->policy_source, &err);
         if (r < 0) {
                 log_error("Failed to load policy: %s", err ?: strerror(-r));
-                free(err);
                 goto fail;
         }
+        ex = IVERD_EXIT_FAILURE;
         m->keyring = settings_load_keyring(&m->conf);
         if (!m->keyring) {
-                r = -ENOMEM;
+                r = log_error_errno(-ENOMEM, "Cannot set up the appraisal keys: %m");
                 goto fail;
         }
         const char *group = getenv("IVERD_STATS_GROUP");
@@ -347,15 +354,21 @@ int manager_new(const Overrides *o, Manager **ret) {
                 .algo = m->conf.hash,
         };
         r = iver_context_new(&co, &m->ctx);
-        if (r < 0)
+        if (r < 0) {
+                log_error_errno(r, "Cannot create the check context: %m");
                 goto fail;
+        }
         r = sd_event_default(&m->event);
-        if (r < 0)
+        if (r < 0) {
+                log_error_errno(r, "Cannot create the event loop: %m");
                 goto fail;
+        }
         /* created if missing; refused if another user could plant files in them */
+        ex = IVERD_EXIT_DIRECTORY;
         if ((r = rundir_prepare(m->conf.runtime_directory, 0755, "runtime")) < 0 ||
             (r = rundir_prepare(m->conf.state_directory, 0700, "state")) < 0)
-                goto fail;
+                goto fail; /* logged there */
+        ex = IVERD_EXIT_FAILURE;
         persist_load(m);
         sigset_t ss;
         sigemptyset(&ss);
@@ -366,29 +379,42 @@ int manager_new(const Overrides *o, Manager **ret) {
         (void) iver_measure_prepare_signals();
         if ((r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m)) < 0 ||
             (r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m)) < 0 ||
-            (r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m)) < 0)
+            (r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m)) < 0) {
+                log_error_errno(r, "Cannot watch signals: %m");
                 goto fail;
+        }
 
         r = queue_new(&m->queue);
-        if (r < 0)
+        if (r < 0) {
+                log_error_errno(r, "Cannot create the check queue: %m");
                 goto fail;
+        }
         unsigned n = m->conf.workers ?: (unsigned) sysconf(_SC_NPROCESSORS_ONLN);
         r = workers_new(n, &m->workers);
-        if (r < 0)
+        if (r < 0) {
+                log_error_errno(r, "Cannot start %u hashing threads: %m", n);
                 goto fail;
+        }
         /* small files handed to the pool at a time: enough for batched hand-offs */
         m->max_inflight = 32 * workers_count(m->workers);
         r = sd_event_add_io(m->event, &m->worker_source, workers_eventfd(m->workers), EPOLLIN, checker_workers_done, m);
-        if (r < 0)
+        if (r < 0) {
+                log_error_errno(r, "Cannot watch the hashing threads: %m");
                 goto fail;
+        }
         r = sd_event_add_defer(m->event, &m->dispatch_source, checker_dispatch, m);
-        if (r < 0)
+        if (r < 0) {
+                log_error_errno(r, "Cannot set up the check dispatcher: %m");
                 goto fail;
+        }
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_OFF);
         if ((r = fstrack_new(m, &m->fstrack)) < 0 || (r = mounts_new(m, &m->mounts)) < 0 ||
             (r = walk_new(m, &m->walk)) < 0 || (r = watch_new(m, &m->watch)) < 0 ||
-            (r = recheck_new(m, &m->recheck)) < 0)
+            (r = recheck_new(m, &m->recheck)) < 0) {
+                /* these log only what they carry on without (no fanotify, no mountinfo) */
+                log_error_errno(r, "Cannot set up change tracking and the directory walk: %m");
                 goto fail;
+        }
         if (m->conf.on_access != IVER_ON_ACCESS_NONE) {
                 r = onaccess_new(m, m->conf.on_access, m->conf.on_access_timeout_usec, &m->onaccess);
                 if (r < 0) {
@@ -399,16 +425,19 @@ int manager_new(const Overrides *o, Manager **ret) {
                 }
         }
 
+        ex = IVERD_EXIT_EVIDENCE;
         r = evidence_new(m, &m->conf, &m->evidence);
         if (r < 0)
-                goto fail;
+                goto fail; /* logged there */
+        ex = IVERD_EXIT_DIRECTORY;
         r = control_new(m, m->conf.socket_path, &m->control);
         if (r < 0)
-                goto fail;
-        *ret = m;
+                goto fail; /* logged there */
+        *ret = TAKE_PTR(m);
         return 0;
 fail:
-        manager_free(m);
+        if (ret_exit)
+                *ret_exit = ex;
         return r;
 }
 
@@ -450,16 +479,16 @@ int manager_start(Manager *m) {
                 return log_error_errno(r, "Cannot start the initial scan: %m");
         r = sd_event_add_time_relative(m->event, &m->status_timer, CLOCK_MONOTONIC, 1000000, 0, on_status_timer, m);
         if (r < 0)
-                return r;
+                return log_error_errno(r, "Cannot start the status timer: %m");
         if (m->conf.rescan_interval_usec > 0) {
                 r = sd_event_add_time_relative(m->event, &m->rescan_timer, CLOCK_MONOTONIC,
                                                m->conf.rescan_interval_usec, 0, on_rescan_timer, m);
                 if (r < 0)
-                        return r;
+                        return log_error_errno(r, "Cannot start the rescan timer: %m");
         }
         r = persist_start_timer(m, SNAPSHOT_INTERVAL_USEC);
         if (r < 0)
-                return r;
+                return log_error_errno(r, "Cannot start the snapshot timer: %m");
         /* ready: the control socket is up and the initial scan is queued */
         send_status(m);
         sd_notify(0, "READY=1");

@@ -9,6 +9,7 @@
 #include "iver/check.h"
 #include "iver/conf.h"
 #include "iver/policy.h"
+#include "exit-status.h"
 #include "queue.h"
 #include "workers.h"
 
@@ -51,7 +52,8 @@ typedef struct Manager {
         FsTrack *fstrack;               /* whole-filesystem change tracking (fanotify; watch is the fallback) */
         Mounts *mounts;                 /* mount table changes → rescans */
         Control *control;
-        Evidence *evidence;             /* measurement list + TPM (may be NULL) */
+        Evidence *evidence;             /* measurement list + TPM; never NULL once manager_new() returned
+                                         * (no TPM is the "none" TPM, not a missing Evidence) */
         OnAccess *onaccess;             /* fanotify triggers (NULL: OnAccess=none) */
         Recheck *recheck;               /* provisional files to look at again */
         sd_event_source *worker_source, *rescan_timer, *status_timer, *dispatch_source;
@@ -78,9 +80,18 @@ typedef struct Manager {
 
 } Manager;
 
-int manager_new(const Overrides *o, Manager **ret);
+/* Load settings and set up every component. On failure the reason is
+ * logged (once) and *ret_exit (if given) says which kind of failure it was. */
+int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit);
 Manager *manager_free(Manager *m);
+static inline void manager_freep(Manager **m) {
+        if (*m)
+                *m = manager_free(*m);
+}
+/* Queue the initial scan, start the timers, tell the service manager we are
+ * ready. Failures are logged. */
 int manager_start(Manager *m);
+/* The event loop until SIGTERM/SIGINT; then a last snapshot. */
 int manager_run(Manager *m);
 
 /* Queue a path for checking (from walker, watcher, control). */

@@ -7,7 +7,8 @@ typedef struct Manager Manager;
  * written in this boot under this boot's key; otherwise discard it loudly.
  * Makes sure the boot key exists afterwards. Never fails the start. */
 void persist_load(Manager *m);
-/* Write the snapshot atomically (if anything changed since the last one). */
+/* Write the snapshot atomically, unless no check ran since the last one
+ * (the ledger's check count did not move). Logs a failure. */
 int persist_save(Manager *m);
 /* Periodic snapshots every interval_usec (crash safety). */
 int persist_start_timer(Manager *m, unsigned long long interval_usec);

@@ -65,7 +65,7 @@ int rundir_prepare(const char *dir, mode_t mode, const char *what) {
         /* the ancestors: nobody else may rename or replace a component */
         _cleanup_free_ char *p = strdup(dir);
         if (!p)
-                return -ENOMEM;
+                return log_error_errno(-ENOMEM, "Cannot check the %s directory %s: %m", what, dir);
         for (char *s = strrchr(p, '/'); s; s = strrchr(p, '/')) {
                 *s = 0;
                 const char *a = *p ? p : "/";

@@ -7,6 +7,7 @@
  * directory (not a symlink) owned by iverd's user (root) and not writable by
  * group or others; every ancestor must be owned by root or iverd's user and
  * not writable by group or others unless sticky (/tmp). Logs what is wrong
- * (what = "runtime", "state") and returns -EPERM; the caller refuses to
- * start. */
+ * (what = "runtime", "state"), every failure, and returns -EPERM when the
+ * directory is refused, another -errno when it cannot be created or
+ * checked; the caller refuses to start (exit status 4). */
 int rundir_prepare(const char *dir, mode_t mode, const char *what);

@@ -80,7 +80,9 @@ IverKeyring *settings_load_keyring(const IverConf *c) {
                 return NULL;
         if (c->appraise_keys) {
                 char *copy = strdup(c->appraise_keys), *save = NULL;
-                for (char *t = copy ? strtok_r(copy, " \t", &save) : NULL; t; t = strtok_r(NULL, " \t", &save)) {
+                if (!copy)
+                        return iver_keyring_free(kr); /* OOM: not "no keys" */
+                for (char *t = strtok_r(copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
                         int r = iver_keyring_add_pem_file(kr, t);
                         if (r < 0)
                                 log_warning("Cannot load appraisal key %s: %s", t, iver_file_strerror(r));

@@ -5,10 +5,13 @@
 #include "iver/policy.h"
 #include "manager.h"
 
-/* Config file (o->config, else /etc/iverd/iverd.conf if present) with the
- * command-line overrides applied. On error *ret_error says FILE:LINE:COLUMN. */
+/* Config file (o->config, else IVER_CONF_FILE — iverd.conf under the
+ * sysconfdir iverd was built for — if present) with the command-line
+ * overrides applied. Does not log: on error *ret_error (malloc'ed, may be NULL on OOM) says
+ * FILE:LINE:COLUMN and what is wrong. */
 int settings_load_conf(const Overrides *o, IverConf *ret, char **ret_error);
-/* The policy from o->policy or the default locations, whole or not at all. */
+/* The policy from o->policy or the default locations, whole or not at all.
+ * Errors as for settings_load_conf(); warnings about the policy are logged. */
 int settings_load_policy(const Overrides *o, IverPolicy **ret, char **ret_source, char **ret_error);
 /* Appraisal keys from Keys= and Keyring=; keys that fail to load are logged
  * and skipped. NULL only on OOM. */

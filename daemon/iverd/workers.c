@@ -176,8 +176,8 @@ static bool run(Workers *w, Job *j, DirCache *c) {
                         j->r = iver_measure_stat(dfd, name, &st, at, &j->opt, &j->m);
                 }
         }
-        if (j->keyring && j->r >= 0)
-                appraisal_run(j);
+        if (j->opt.read_ima_xattr && j->r >= 0)
+                appraisal_run(j); /* appraisal, and the ima-sig signature */
         return true;
 }
 

@@ -135,6 +135,10 @@ IverHashAlgo iver_appraise_xattr_hash_algo(const uint8_t *value, size_t size);
 int iver_appraise_xattr(const IverKeyring *kr, const uint8_t *value, size_t size,
                         const IverDigest *file_digest, IverAppraisal *ret);
 
+/* Whether security.ima bytes hold a signature (type 0x03 or 0x06) rather
+ * than a hash: what the sig field of an ima-sig entry records. */
+bool iver_appraise_xattr_is_signature(const uint8_t *value, size_t size);
+
 /* Read security.ima of fd. -ENODATA when there is none or the filesystem has
  * no xattrs; *ret is malloc'ed. */
 int iver_appraise_read_xattr(int fd, uint8_t **ret, size_t *ret_size);

@@ -62,9 +62,12 @@ int iver_cookie_table_new(IverVersionMode mode, iver_statx_fn fn, const IverKern
 IverCookieTable *iver_cookie_table_free(IverCookieTable *t);
 
 /* Source for the filesystem holding (dirfd, path) and device dev: decided
- * once per dev (statfs magic, kernel version, and for STATX mode a probe run
- * in probe_dir if given) and remembered. Never fails: falls back to
- * CTIME_COARSE. ret_granularity gets the racy-guard granularity. */
+ * once per dev from the statfs magic of path's parent directory and the
+ * kernel version; where the seed ABI may be used (VersionSource=statx, or
+ * auto on a kernel before 6.1) iver_cookie_probe_statx() runs in that parent
+ * directory and must prove it. Remembered per dev (if the table cannot grow,
+ * decided again next time). Never fails: falls back to CTIME_COARSE. The
+ * racy guard's granularity is IVER_COARSE_GRANULARITY_NS. */
 IverCookieSource iver_cookie_table_source(IverCookieTable *t, uint32_t dev, int dirfd, const char *path);
 /* Cached lookup only; _IVER_COOKIE_INVALID when dev was never seen. */
 IverCookieSource iver_cookie_table_peek(const IverCookieTable *t, uint32_t dev);

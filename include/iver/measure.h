@@ -30,6 +30,7 @@ typedef struct IverMeasureOptions {
         const bool *cancel;        /* non-NULL: stop with -ECANCELED once *cancel is true (read atomically) */
         int8_t getversion;         /* FS_IOC_GETVERSION where statx has no btime: -1 the fs has none (not
                                     * tried), else tried (iver_cookie_table_getversion) */
+        bool read_ima_xattr;       /* also read security.ima from the hashed fd (IverMeasurement.ima_xattr) */
 } IverMeasureOptions;
 
 typedef struct IverMeasurement {
@@ -41,7 +42,20 @@ typedef struct IverMeasurement {
         int64_t cpu_ns;            /* thread CPU time spent */
         int64_t started_at;        /* realtime ns when the accepted attempt began (racy guard) */
         bool lease_broken;         /* some attempt lost its lease to a writer */
+        /* With read_ima_xattr, for STABLE and PROVISIONAL: security.ima as
+         * read from the same fd after the hash and before the closing statx,
+         * so it belongs to the observation st (setxattr moves ctime: a change
+         * meanwhile is a retry like a change of content). ima_xattr_r is 0
+         * with ima_xattr malloc'ed (any size up to IVER_IMA_XATTR_MAX), or
+         * iver_appraise_read_xattr()'s -errno (-ENODATA: none) with
+         * ima_xattr NULL. Free with iver_measurement_done(). */
+        uint8_t *ima_xattr;
+        size_t ima_xattr_size;
+        int ima_xattr_r;
 } IverMeasurement;
+
+/* Free what a measurement owns (ima_xattr); m stays valid and empty of it. */
+void iver_measurement_done(IverMeasurement *m);
 
 /* Measure (dirfd, path): open O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC|O_NOATIME
  * (retrying without O_NOATIME on EPERM), refuse non-regular files, take a read

@@ -11,7 +11,8 @@ typedef struct IverStat {
         uint32_t mask;          /* stx_mask as returned */
         uint32_t dev;           /* packed major:12 minor:20, lossless for kernel dev_t */
         uint64_t ino;
-        uint64_t gen;           /* generation: btime in ns, else 0 (see IverIdentity) */
+        uint64_t gen;           /* generation: btime in ns, else 0 from iver_stat(); iver_measure()
+                                 * fills FS_IOC_GETVERSION's where there is no btime (see IverIdentity) */
         uint64_t size;
         uint64_t blocks;
         int64_t atime, mtime, ctime, btime;

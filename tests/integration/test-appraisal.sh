@@ -5,7 +5,9 @@
 # removed → missing; signed with another key → unknown-key. Violations show
 # in `iverctl list --violations` and the stats; with template=ima-sig the
 # signature goes into the list, and `evmctl ima_measurement` still accepts the
-# list against the PCR values of a software TPM.
+# list against the PCR values of a software TPM. A file under a measure-only
+# ima-sig rule (no appraise rule) has its signature in the entry too, as the
+# kernel records it: the xattr is read with the hash, not only to appraise.
 set -euo pipefail
 BUILD=${IVER_BUILD_DIR:-/work/main/build}
 for t in evmctl openssl swtpm setfattr getfattr; do
@@ -22,7 +24,7 @@ export IVERD_SOCKET=$D/run/iverd.sock TSS2_LOG=all+none
 ctl() { "$BUILD/iverctl" "$@"; }
 stat_of() { ctl stats --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 
-mkdir -p "$D/tree" "$D/keys" "$D/run" "$D/state" "$D/tpm"
+mkdir -p "$D/tree" "$D/plain" "$D/keys" "$D/run" "$D/state" "$D/tpm"
 for k in good other; do
         openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$D/keys/$k.pem" 2>/dev/null
         openssl pkey -in "$D/keys/$k.pem" -pubout -out "$D/keys/$k.pub.pem"
@@ -33,6 +35,8 @@ sign "$D/keys/good.pem" "$D/tree/valid"
 sign "$D/keys/good.pem" "$D/tree/modified"
 sign "$D/keys/good.pem" "$D/tree/unsigned"
 sign "$D/keys/other.pem" "$D/tree/otherkey"
+echo "measured only" >"$D/plain/signed"
+sign "$D/keys/other.pem" "$D/plain/signed"
 
 cat >"$D/iverd.conf" <<CONF
 [Appraise]
@@ -41,6 +45,7 @@ CONF
 cat >"$D/p.policy" <<POL
 appraise path="$D/tree/**" hash=sha256
 measure path="$D/tree/**" template=ima-sig
+measure path="$D/plain/**" template=ima-sig
 POL
 swtpm socket --tpm2 --server type=unixio,path="$D/tpm/s.sock" --ctrl type=unixio,path="$D/tpm/s.sock.ctrl" \
         --tpmstate dir="$D/tpm" --flags startup-clear,not-need-init >"$D/swtpm.log" 2>&1 &
@@ -81,6 +86,9 @@ expect otherkey unknown-key
 echo "== ima-sig list: the signature is in the entry; evmctl accepts the list against the PCR"
 grep " ima-sig " "$D/run/ascii_runtime_measurements" | grep "$D/tree/valid " | awk '{print $NF}' | grep -q '^0302' \
         || fail "the valid file's ima-sig entry carries no v2 signature"
+want=$(getfattr --only-values -n security.ima "$D/plain/signed" 2>/dev/null | od -An -tx1 | tr -d ' \n')
+got=$(grep " ima-sig " "$D/run/ascii_runtime_measurements" | grep "$D/plain/signed " | awk '{print $NF}')
+[ -n "$want" ] && [ "$got" = "$want" ] || fail "measure-only ima-sig entry: signature '$got', xattr '$want'"
 TPM2TOOLS_TCTI="swtpm:path=$D/tpm/s.sock" tpm2_pcrread sha1 >"$D/sha1.txt"
 TPM2TOOLS_TCTI="swtpm:path=$D/tpm/s.sock" tpm2_pcrread sha256 >"$D/sha256.txt"
 for b in sha1 sha256; do

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,6 +161,57 @@ START_TEST(test_vanished) {
 }
 END_TEST
 
+/* read_ima_xattr: security.ima comes with the measurement, whatever its
+ * size (above the 8 KiB the daemon once read into), and only when asked. */
+START_TEST(test_ima_xattr_with_measurement) {
+        IverMeasureOptions o = { .algo = IVER_HASH_SHA256, .source = IVER_COOKIE_CTIME, .read_ima_xattr = true };
+        IverMeasurement m;
+        /* tmpfs: xattrs of any size (ext4 keeps them within one block) */
+        char shm[] = "/dev/shm/iver-test-measure-XXXXXX";
+        int sfd = mkstemp(shm);
+        const char *f = sfd >= 0 ? shm : path;
+        if (sfd >= 0)
+                close(sfd);
+        write_file(f, 5000, 9);
+        ck_assert_int_eq(iver_measure(AT_FDCWD, f, &o, &m), 0);
+        ck_assert_int_eq(m.ima_xattr_r, -ENODATA);
+        ck_assert_ptr_null(m.ima_xattr);
+
+        static uint8_t value[12000];
+        for (size_t i = 0; i < sizeof(value); i++)
+                value[i] = (uint8_t) (i * 7 + 3);
+        value[0] = 0x03;
+        if (setxattr(f, "security.ima", value, sizeof(value), 0) < 0) {
+                ck_assert_msg(errno == ENOTSUP || errno == EPERM || errno == E2BIG || errno == ENOSPC,
+                              "setxattr: %s", strerror(errno));
+                if (sfd >= 0)
+                        unlink(shm);
+                return; /* no security.* xattrs here */
+        }
+        ck_assert_int_eq(iver_measure(AT_FDCWD, f, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_STABLE);
+        ck_assert_int_eq(m.ima_xattr_r, 0);
+        ck_assert_uint_eq(m.ima_xattr_size, sizeof(value));
+        ck_assert_mem_eq(m.ima_xattr, value, sizeof(value));
+        iver_measurement_done(&m);
+        ck_assert_ptr_null(m.ima_xattr);
+
+        /* a usual signature's size: read in one call */
+        ck_assert_int_eq(setxattr(f, "security.ima", value, 265, 0), 0);
+        ck_assert_int_eq(iver_measure(AT_FDCWD, f, &o, &m), 0);
+        ck_assert_int_eq(m.ima_xattr_r, 0);
+        ck_assert_uint_eq(m.ima_xattr_size, 265);
+        ck_assert_mem_eq(m.ima_xattr, value, 265);
+        iver_measurement_done(&m);
+
+        o.read_ima_xattr = false;
+        ck_assert_int_eq(iver_measure(AT_FDCWD, f, &o, &m), 0);
+        ck_assert_ptr_null(m.ima_xattr);
+        if (sfd >= 0)
+                unlink(shm);
+}
+END_TEST
+
 START_TEST(test_open_writer_is_provisional) {
         write_file(path, 1000, 3);
         int w = open(path, O_WRONLY | O_CLOEXEC);
@@ -239,6 +291,7 @@ int main(void) {
         tcase_add_test(tc, test_socket_symlink_dir_device);
         tcase_add_test(tc, test_link_target_digest);
         tcase_add_test(tc, test_vanished);
+        tcase_add_test(tc, test_ima_xattr_with_measurement);
         tcase_add_test(tc, test_open_writer_is_provisional);
         tcase_add_test(tc, test_sigio_default_no_lease);
         tcase_add_test(tc, test_writer_during_hash_breaks_lease);
