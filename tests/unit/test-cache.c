@@ -294,6 +294,127 @@ START_TEST(test_directories) {
 }
 END_TEST
 
+/* Random puts (new files, renames, rename-overs, re-measures with another
+ * algorithm), removals and path moves over a small namespace with short and
+ * very long names (free lists and compaction both in play), checked after
+ * every step batch against a plain reference table. */
+#define RND_PATHS 64
+typedef struct Ref {
+        bool used;
+        uint64_t ino;
+        uint8_t seed;
+        IverHashAlgo algo;
+        bool measured;
+} Ref;
+
+static uint64_t rnd_state = 0x1234567;
+static uint32_t rnd(uint32_t n) {
+        rnd_state ^= rnd_state << 13;
+        rnd_state ^= rnd_state >> 7;
+        rnd_state ^= rnd_state << 17;
+        return (uint32_t) (rnd_state % n);
+}
+
+static int rnd_path(char *buf, size_t n, uint32_t k) {
+        /* 8 directories; names short, or ~2 kB (not on free lists) */
+        if (k % 5 == 0) {
+                int l = snprintf(buf, n, "/r/d%u/", k % 8);
+                memset(buf + l, 'a' + (int) (k % 26), 2000);
+                return l + snprintf(buf + l + 2000, n - (size_t) l - 2000, "%u", k);
+        }
+        return snprintf(buf, n, "/r/d%u/n%u", k % 8, k);
+}
+
+static void check_ref(IverCache *c, const Ref *ref) {
+        char p[4096], q[IVER_CACHE_PATH_MAX];
+        size_t used = 0;
+        for (uint32_t k = 0; k < RND_PATHS; k++) {
+                int l = rnd_path(p, sizeof(p), k);
+                uint32_t idx = iver_cache_find_path(c, p, (size_t) l);
+                if (!ref[k].used) {
+                        ck_assert_uint_eq(idx, IVER_CACHE_NONE);
+                        continue;
+                }
+                used++;
+                ck_assert_uint_ne(idx, IVER_CACHE_NONE);
+                ck_assert_uint_eq(iver_cache_find_inode(c, 9, ref[k].ino), idx);
+                IverEntry want = mkentry(9, ref[k].ino, 1, ref[k].seed);
+                if (ref[k].algo == IVER_HASH_SHA512) {
+                        want.digest = (IverDigest) { .algo = IVER_HASH_SHA512, .len = 64 };
+                        memset(want.digest.bytes, ref[k].seed, 64);
+                }
+                if (!ref[k].measured) {
+                        want.flags = IVER_ENTRY_UNSTABLE;
+                        want.digest = (IverDigest) { .algo = _IVER_HASH_INVALID };
+                }
+                IverEntry got;
+                iver_cache_get(c, idx, &got);
+                ck_assert_uint_eq(got.flags, want.flags);
+                if (ref[k].measured)
+                        ck_assert(iver_digest_equal(&got.digest, &want.digest));
+                ck_assert_uint_eq(iver_cache_path(c, idx, q, sizeof(q)), (size_t) l);
+                ck_assert_mem_eq(q, p, (size_t) l);
+        }
+        ck_assert_uint_eq(iver_cache_size(c), used);
+}
+
+START_TEST(test_random_against_reference) {
+        IverCache *c = NULL;
+        Ref ref[RND_PATHS] = {};
+        char p[4096];
+        uint64_t next_ino = 1;
+        ck_assert_int_eq(iver_cache_new(&c), 0);
+        for (unsigned step = 0; step < 200000; step++) {
+                uint32_t k = rnd(RND_PATHS), op = rnd(10);
+                int l = rnd_path(p, sizeof(p), k);
+                if (op < 4) { /* a new file at k (rename-over when k is taken) */
+                        Ref r = { .used = true, .ino = next_ino++, .seed = (uint8_t) rnd(256), .algo = IVER_HASH_SHA256,
+                                  .measured = rnd(8) != 0 };
+                        IverEntry e = mkentry(9, r.ino, 1, r.seed);
+                        if (!r.measured)
+                                e.flags = IVER_ENTRY_UNSTABLE;
+                        ck_assert_int_eq(iver_cache_put(c, &e, p, (size_t) l, NULL), 0);
+                        ref[k] = r;
+                } else if (op < 6 && ref[k].used) { /* re-measured, maybe with sha512 */
+                        ref[k].seed = (uint8_t) rnd(256);
+                        ref[k].algo = rnd(2) ? IVER_HASH_SHA512 : IVER_HASH_SHA256;
+                        ref[k].measured = true;
+                        IverEntry e = mkentry(9, ref[k].ino, 1, ref[k].seed);
+                        if (ref[k].algo == IVER_HASH_SHA512) {
+                                e.digest = (IverDigest) { .algo = IVER_HASH_SHA512, .len = 64 };
+                                memset(e.digest.bytes, ref[k].seed, 64);
+                        }
+                        ck_assert_int_eq(iver_cache_put(c, &e, p, (size_t) l, NULL), 0);
+                } else if (op < 8 && ref[k].used) { /* moved to path j (over whatever was there) */
+                        uint32_t j = rnd(RND_PATHS);
+                        if (j != k) {
+                                char pj[4096];
+                                int lj = rnd_path(pj, sizeof(pj), j);
+                                IverEntry e = mkentry(9, ref[k].ino, 1, ref[k].seed);
+                                if (ref[k].algo == IVER_HASH_SHA512) {
+                                        e.digest = (IverDigest) { .algo = IVER_HASH_SHA512, .len = 64 };
+                                        memset(e.digest.bytes, ref[k].seed, 64);
+                                }
+                                if (!ref[k].measured)
+                                        e.flags = IVER_ENTRY_UNSTABLE;
+                                ck_assert_int_eq(iver_cache_put(c, &e, pj, (size_t) lj, NULL), 0);
+                                ref[j] = ref[k];
+                                ref[k].used = false;
+                        }
+                } else if (ref[k].used) { /* deleted */
+                        iver_cache_remove(c, iver_cache_find_path(c, p, (size_t) l));
+                        ref[k].used = false;
+                }
+                if (step % 997 == 0)
+                        check_ref(c, ref);
+        }
+        check_ref(c, ref);
+        /* a bounded namespace keeps bounded memory whatever the history */
+        ck_assert_uint_lt(iver_cache_memory(c), 8u << 20);
+        iver_cache_free(c);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("cache");
         TCase *tc = tcase_create("core");
@@ -304,6 +425,7 @@ int main(void) {
         tcase_add_test(tc, test_churn_flat);
         tcase_add_test(tc, test_compaction);
         tcase_add_test(tc, test_directories);
+        tcase_add_test(tc, test_random_against_reference);
         suite_add_tcase(s, tc);
         return iver_run_suite(s);
 }
