@@ -44,14 +44,15 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                            const IverFileAttr *attr, const uint8_t *sig, size_t sig_len, bool use) {
         /* A provisional result (no read lease: open writers) is listed like any
          * other, as kernel IMA lists what it measured while writers existed,
-         * and the file is looked at again until it measures stably. When a use
-         * waited for it, the use happened while the file was open for write:
-         * the first such result of an episode gets an open_writers violation
-         * entry (kernel IMA's). iverd's own background reads are not uses. */
-        bool new_episode = false;
+         * and the file is looked at again until it measures stably. Its digest
+         * may be of no version the writer meant (a write in progress), so each
+         * listed one is followed by an open_writers violation entry, as kernel
+         * IMA records open_writers when it measures a file open for write: a
+         * verifier sees which digests were measured unstably. When a use
+         * waited for it, the cause says so. */
         bool retry = o->result == IVER_CHECK_ERROR && recheck_retry(m->recheck, path, o->error);
         if (o->result == IVER_CHECK_MEASURED && o->provisional)
-                new_episode = recheck_add(m->recheck, path);
+                (void) recheck_add(m->recheck, path);
         else if (o->result != IVER_CHECK_UNSTABLE && !retry)
                 recheck_remove(m->recheck, path);
         switch (o->result) {
@@ -61,10 +62,10 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                 m->measurements++;
                 IverPolicyDecision ad;
                 log_measurement(path, o, iver_policy_match(m->policy, IVER_CLASS_AUDIT, path, strlen(path), attr, &ad) > 0);
-                if (m->evidence)
-                        (void) evidence_record(m->evidence, path, o, d, sig, sig_len);
-                if (use && o->provisional && new_episode)
-                        checker_violation(m, path, d, o->digest.algo, "open_writers: used while open for write");
+                if (evidence_record(m->evidence, path, o, d, sig, sig_len) > 0 && o->provisional)
+                        checker_violation(m, path, d, o->digest.algo,
+                                          use ? "open_writers: used while open for write"
+                                              : "open_writers: measured while open for write");
                 break;
         case IVER_CHECK_UNSTABLE:
                 m->violations++;

@@ -315,7 +315,8 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
                 e->rate_limited++;
                 return 0;
         }
-        return stage(e, ent);
+        r = stage(e, ent);
+        return r < 0 ? r : 1;
 }
 
 int evidence_record_violation(Evidence *e, const char *path, const IverPolicyDecision *d, IverHashAlgo algo) {

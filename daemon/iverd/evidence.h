@@ -19,7 +19,9 @@ typedef struct Evidence Evidence;
 int evidence_new(Manager *m, const IverConf *conf, Evidence **ret);
 Evidence *evidence_free(Evidence *e);
 /* A new measurement of path: stage a list entry (dedup by template digest);
- * evidence_flush() writes it ahead of its extend. */
+ * evidence_flush() writes it ahead of its extend. Returns 1 when a new entry
+ * was staged, 0 when none was (already listed, or held back by the churn
+ * limit), -errno. */
 int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
                     const uint8_t *sig, size_t sig_len);
 /* A violation entry for path, as kernel IMA's ima_add_violation() writes it

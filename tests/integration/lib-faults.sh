@@ -364,15 +364,28 @@ def cmd_digests_for(a):
             print(e[5])
 
 def cmd_history_check(a):
-    """history_check RUNDIR PATH HISTORY -> 'logged torn': every listed digest of PATH in HISTORY"""
+    """history_check RUNDIR PATH HISTORY -> 'logged unmarked marked': of PATH's
+    listed digests (violation entries aside), how many are in no version of
+    HISTORY without a violation entry for PATH right after them (unmarked), and
+    with one (marked: measured provisionally while a writer held the file, as
+    kernel IMA lists open_writers)"""
     p = kernel_form(os.fsencode(a[1]))
     hist = set(open(a[2]).read().split())
-    # violation entries (zero template digest: a churn limit, say) carry no content digest
-    logged = [e[5] for e in parse_bin(os.path.join(a[0], 'binary_runtime_measurements')) if e[6] == p and e[1] != bytes(20)]
-    torn = [d for d in logged if d not in hist]
-    for d in torn[:5]:
-        print("    digest not in the content history: " + d, file=sys.stderr)
-    print(len(logged), len(torn))
+    ents = [e for e in parse_bin(os.path.join(a[0], 'binary_runtime_measurements')) if e[6] == p]
+    logged = unmarked = marked = 0
+    for i, e in enumerate(ents):
+        if e[1] == bytes(20):
+            continue
+        logged += 1
+        if e[5] in hist:
+            continue
+        if i + 1 < len(ents) and ents[i + 1][1] == bytes(20):
+            marked += 1
+        else:
+            unmarked += 1
+            if unmarked <= 5:
+                print("    digest not in the content history, no violation after it: " + e[5], file=sys.stderr)
+    print(logged, unmarked, marked)
 
 def cmd_count_digests(a):
     """count_digests RUNDIR DIGESTFILE -> list entries whose file digest is in DIGESTFILE"""
