@@ -35,7 +35,7 @@ void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d
         log_violation(path, what);
         if (m->evidence && d) {
                 (void) evidence_record_violation(m->evidence, path, d, algo);
-                (void) evidence_flush(m->evidence); /* listed now, not with the next measurement */
+                (void) evidence_commit(m->evidence); /* listed now, not with the next group */
         }
 }
 
@@ -335,6 +335,7 @@ static void handle_appraisal(Manager *m, const Job *j, const IverCheckOutcome *o
 
 int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
+        bool uses = false;
         for (Job *j = workers_take_done(m->workers), *next; j; j = next) {
                 next = j->next;
                 IverCheckOutcome o;
@@ -352,6 +353,7 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                 handle_outcome(m, j->path, &o, measure ? &d : NULL, &attr, j->sig, j->sig_len, j->by_fd);
                 handle_appraisal(m, j, &o);
                 if (j->by_fd) {
+                        uses = true;
                         /* a use waits: what it runs changed throughout hashing */
                         if (o.result == IVER_CHECK_UNSTABLE && measure && m->evidence)
                                 (void) evidence_record_violation(m->evidence, j->path, &d, j->pending.algo);
@@ -363,8 +365,9 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                         queue_done(m->queue, j->path);
                 job_free(j);
         }
-        (void) evidence_flush(m->evidence);
-        onaccess_flushed(m->onaccess); /* after the flush: the entry is in the list file */
+        /* a use waits for its entry on disk: no group commit delay for it */
+        (void) (uses ? evidence_commit(m->evidence) : evidence_flush(m->evidence));
+        onaccess_flushed(m->onaccess); /* after the commit: the entry is in the list file */
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_ONESHOT);
         manager_maybe_settled(m);
         return 0;

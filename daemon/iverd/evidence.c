@@ -75,6 +75,10 @@ static int on_churn_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 
 static int commit(Evidence *e);
 
+int evidence_commit(Evidence *e) {
+        return commit(e);
+}
+
 static int on_commit(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) commit(userdata);
         return 0;

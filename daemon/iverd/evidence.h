@@ -37,6 +37,9 @@ int evidence_record_violation(Evidence *e, const char *path, const IverPolicyDec
  * more than 32 new versions a minute is rate limited (churn.h): recorded
  * once as a violation, re-checked after a backoff. */
 int evidence_flush(Evidence *e);
+/* Write what is staged now, without waiting for the group (a use waits for
+ * its entry, a violation must not wait for the next measurement). */
+int evidence_commit(Evidence *e);
 /* Whether work of the evidence is pending: staged entries, extends waiting
  * for the TPM, or a churn-limited file's version not listed yet whose
  * backoff ends within a minute. */
