@@ -205,8 +205,11 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter
         /* the usual exec: this inode's content is on record unchanged (a file
          * open for write cannot be executed: ETXTBSY; a miss hashes under a
          * read lease, and without one its provisional result is a violation) */
-        if (exec && iver_check_peek(m->ctx, &st))
+        if (exec && iver_check_peek(m->ctx, &st)) {
+                /* on record: its entry may still wait for the group commit */
+                (void) evidence_commit(m->evidence);
                 return 0;
+        }
         if (!path)
                 return -EAGAIN; /* the caller looks up the name and asks again */
         if (!S_ISREG(st.mode) || !checker_decide(m, path, &st, &attr, &u->d, &u->measure, &appraise, &u->algo, &flags))
@@ -231,6 +234,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, u->algo, flags, &p, &o);
         if (r <= 0) {
                 handle_outcome(m, path, &o, d, &attr, NULL, 0, false);
+                (void) evidence_commit(m->evidence); /* the use goes on: what it runs is on disk */
                 return 0;
         }
         Job *j = calloc(1, sizeof(*j));
