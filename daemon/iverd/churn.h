@@ -31,5 +31,8 @@ ChurnVerdict churn_note(Churn *c, const char *path, uint64_t now);
 /* Paths whose backoff ended with versions suppressed: fn(path) re-checks
  * each; paths quiet for a window are forgotten. Returns how many. */
 size_t churn_due(Churn *c, uint64_t now, void (*fn)(const char *path, void *userdata), void *userdata);
+/* Whether versions were not listed and wait for their re-check (settle
+ * waits for it: the list is complete only then). */
+bool churn_pending(const Churn *c);
 /* Paths limited right now. */
 size_t churn_limited(const Churn *c, uint64_t now);

@@ -179,7 +179,7 @@ Evidence *evidence_free(Evidence *e) {
 }
 
 bool evidence_pending(const Evidence *e) {
-        if (e->n_staged > 0)
+        if (e->n_staged > 0 || churn_pending(e->churn))
                 return true;
         if (!e->tpm)
                 return false;

@@ -35,7 +35,8 @@ int evidence_record_violation(Evidence *e, const char *path, const IverPolicyDec
  * more than 32 new versions a minute is rate limited (churn.h): recorded
  * once as a violation, re-checked after a backoff. */
 int evidence_flush(Evidence *e);
-/* Whether extends are still waiting for the TPM. */
+/* Whether entries wait for their commit, extends for the TPM (connected
+ * and in sync), or a churn-limited file for its re-check. */
 bool evidence_pending(const Evidence *e);
 /* status fields: tpm, pcr, banks, list_length, pending_extends,
  * evidence_broken… (never waits for the TPM) */
