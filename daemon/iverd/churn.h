@@ -9,7 +9,9 @@
  * limited: recorded once as a violation, its further versions not listed
  * until a backoff (10 s, doubling to 1 h while it keeps churning) ends, when
  * it is re-checked and its content then listed. Bounded: at most
- * CHURN_TRACKED_MAX paths are tracked at once. */
+ * CHURN_TRACKED_MAX paths are tracked at once, a path only while it is
+ * active (forgotten after a quiet window), and nothing during the initial
+ * measurement (evidence.c), which lists each file once. */
 #define CHURN_MAX_VERSIONS 32
 #define CHURN_WINDOW_USEC (60ULL * 1000000ULL)
 #define CHURN_BACKOFF_USEC (10ULL * 1000000ULL)

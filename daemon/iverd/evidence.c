@@ -293,7 +293,9 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
                 iver_imalog_entry_free(ent);
                 return 0;
         }
-        switch (churn_note(e->churn, path, evidence_now_usec())) {
+        /* the initial measurement lists each file once: tracking starts after it
+         * (no table entry for every file of a large tree) */
+        switch (e->m->initial_scan_done ? churn_note(e->churn, path, evidence_now_usec()) : CHURN_LIST) {
         case CHURN_LIST:
                 break;
         case CHURN_LIMIT:
