@@ -22,6 +22,7 @@ typedef struct ChurnEntry {
 struct Churn {
         ChurnEntry *buckets[BUCKETS];
         size_t n;
+        size_t n_suppressed;    /* entries with versions waiting for their re-check */
 };
 
 static size_t hash(const char *s) {
@@ -73,6 +74,7 @@ ChurnVerdict churn_note(Churn *c, const char *path, uint64_t now) {
                 c->n++;
         }
         if (e->until > now) {
+                c->n_suppressed += !e->suppressed;
                 e->suppressed = true;
                 return CHURN_SUPPRESS;
         }
@@ -88,6 +90,7 @@ ChurnVerdict churn_note(Churn *c, const char *path, uint64_t now) {
         if (e->until != 0 && e->backoff < CHURN_BACKOFF_MAX_USEC)
                 e->backoff = e->backoff * 2 > CHURN_BACKOFF_MAX_USEC ? CHURN_BACKOFF_MAX_USEC : e->backoff * 2;
         e->until = now + e->backoff;
+        c->n_suppressed += !e->suppressed;
         e->suppressed = true;
         return v;
 }
@@ -101,6 +104,7 @@ size_t churn_due(Churn *c, uint64_t now, void (*fn)(const char *path, void *user
                                 /* backoff over: look at it again; one more version
                                  * is listed, the next one limits again */
                                 e->suppressed = false;
+                                c->n_suppressed--;
                                 e->window_start = now;
                                 e->count = CHURN_MAX_VERSIONS - 1;
                                 fn(e->path, userdata);
@@ -118,14 +122,6 @@ size_t churn_due(Churn *c, uint64_t now, void (*fn)(const char *path, void *user
         return n;
 }
 
-bool churn_pending_soon(const Churn *c, uint64_t now, uint64_t horizon) {
-        for (size_t b = 0; b < BUCKETS; b++)
-                for (const ChurnEntry *e = c->buckets[b]; e; e = e->next)
-                        if (e->suppressed && e->until != 0 && e->until <= now + horizon)
-                                return true;
-        return false;
-}
-
 size_t churn_limited(const Churn *c, uint64_t now) {
         size_t n = 0;
         for (size_t b = 0; b < BUCKETS; b++)
@@ -133,4 +129,8 @@ size_t churn_limited(const Churn *c, uint64_t now) {
                         if (e->until > now)
                                 n++;
         return n;
+}
+
+bool churn_pending(const Churn *c) {
+        return c->n_suppressed > 0;
 }

@@ -9,7 +9,9 @@
  * limited: recorded once as a violation, its further versions not listed
  * until a backoff (10 s, doubling to 1 h while it keeps churning) ends, when
  * it is re-checked and its content then listed. Bounded: at most
- * CHURN_TRACKED_MAX paths are tracked at once. */
+ * CHURN_TRACKED_MAX paths are tracked at once, a path only while it is
+ * active (forgotten after a quiet window), and nothing during the initial
+ * measurement (evidence.c), which lists each file once. */
 #define CHURN_MAX_VERSIONS 32
 #define CHURN_WINDOW_USEC (60ULL * 1000000ULL)
 #define CHURN_BACKOFF_USEC (10ULL * 1000000ULL)
@@ -31,9 +33,8 @@ ChurnVerdict churn_note(Churn *c, const char *path, uint64_t now);
 /* Paths whose backoff ended with versions suppressed: fn(path) re-checks
  * each; paths quiet for a window are forgotten. Returns how many. */
 size_t churn_due(Churn *c, uint64_t now, void (*fn)(const char *path, void *userdata), void *userdata);
-/* Whether a limited path with a version not listed comes due within horizon
- * µs: its re-check is pending work (settle waits for it), as a short re-check
- * backoff is. */
-bool churn_pending_soon(const Churn *c, uint64_t now, uint64_t horizon);
+/* Whether versions were not listed and wait for their re-check (settle
+ * waits for it: the list is complete only then). */
+bool churn_pending(const Churn *c);
 /* Paths limited right now. */
 size_t churn_limited(const Churn *c, uint64_t now);

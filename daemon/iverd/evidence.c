@@ -183,11 +183,7 @@ Evidence *evidence_free(Evidence *e) {
 }
 
 bool evidence_pending(const Evidence *e) {
-        if (e->n_staged > 0)
-                return true;
-        /* a churning file's latest version waits for its backoff (10 s, 20 s
-         * when it churned on after the first): not listed yet */
-        if (churn_pending_soon(e->churn, evidence_now_usec(), CHURN_WINDOW_USEC))
+        if (e->n_staged > 0 || churn_pending(e->churn))
                 return true;
         if (!e->tpm)
                 return false;
@@ -301,7 +297,9 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
                 iver_imalog_entry_free(ent);
                 return 0;
         }
-        switch (churn_note(e->churn, path, evidence_now_usec())) {
+        /* the initial measurement lists each file once: tracking starts after it
+         * (no table entry for every file of a large tree) */
+        switch (e->m->initial_scan_done ? churn_note(e->churn, path, evidence_now_usec()) : CHURN_LIST) {
         case CHURN_LIST:
                 break;
         case CHURN_LIMIT:

@@ -40,9 +40,8 @@ int evidence_flush(Evidence *e);
 /* Write what is staged now, without waiting for the group (a use waits for
  * its entry, a violation must not wait for the next measurement). */
 int evidence_commit(Evidence *e);
-/* Whether work of the evidence is pending: staged entries, extends waiting
- * for the TPM, or a churn-limited file's version not listed yet whose
- * backoff ends within a minute. */
+/* Whether entries wait for their commit, extends for the TPM (connected
+ * and in sync), or a churn-limited file for its re-check. */
 bool evidence_pending(const Evidence *e);
 /* status fields: tpm, pcr, banks, list_length, pending_extends,
  * evidence_broken… (never waits for the TPM) */

@@ -84,12 +84,11 @@ def serve_data(client):
                 break
             hold()
             server.sendall(hdr + body)
-            with count_lock:
+            with count_lock:    # one writer at a time: connections overlap
                 count += 1
-                n = count
-            with open(os.path.join(ctl, "commands.tmp"), "w") as f:
-                f.write("%d\n" % n)
-            os.replace(os.path.join(ctl, "commands.tmp"), os.path.join(ctl, "commands"))
+                with open(os.path.join(ctl, "commands.tmp"), "w") as f:
+                    f.write("%d\n" % count)
+                os.replace(os.path.join(ctl, "commands.tmp"), os.path.join(ctl, "commands"))
     except OSError:
         pass
     for s in (client, server):
