@@ -65,10 +65,10 @@ struct OnAccess {
         unsigned n_devs;
         pid_t self;
 
-        pthread_mutex_t lock; /* the waiters, next_id, drained, stopping, overflowed */
+        pthread_mutex_t lock; /* the waiters, stopping, overflowed */
         Waiter *w;
         size_t n, cap;
-        uint64_t next_id, drained;
+        uint64_t next_id, drained;    /* relaxed atomics */
         bool stopping, overflowed;
         int loop_efd, thread_efd;
         pthread_t thread;
@@ -131,7 +131,7 @@ static Waiter *push(OnAccess *o, int fd, WaiterState state, bool exec) {
                 o->cap = cap;
         }
         Waiter *w = &o->w[o->n++];
-        *w = (Waiter) { .id = ++o->next_id, .fd = fd, .state = state, .exec = exec, .answered = state == W_NOTE,
+        *w = (Waiter) { .id = __atomic_add_fetch(&o->next_id, 1, __ATOMIC_RELAXED), .fd = fd, .state = state, .exec = exec, .answered = state == W_NOTE,
                         .deadline = now_usec() + o->timeout_usec };
         return w;
 }
@@ -147,9 +147,7 @@ static void note_closed(OnAccess *o, const char *path) {
 static void use_inline(OnAccess *o, int fd, bool exec) {
         char path[PATH_MAX + 1];
         CheckerUse u;
-        pthread_mutex_lock(&o->lock);
-        uint64_t id = ++o->next_id;
-        pthread_mutex_unlock(&o->lock);
+        uint64_t id = __atomic_add_fetch(&o->next_id, 1, __ATOMIC_RELAXED);
         int r = checker_use(o->m, fd, NULL, exec, id, &u);
         if (r == -EAGAIN)
                 r = fd_path(fd, path, sizeof(path)) < 0 ? 0 : checker_use(o->m, fd, path, exec, id, &u);
@@ -187,6 +185,9 @@ static void read_events(OnAccess *o, bool on_thread) {
                 ssize_t n = read(o->fd, buf, sizeof(buf));
                 if (n <= 0)
                         break;
+                /* a short read emptied the queue: no second read() for EAGAIN
+                 * (what comes meanwhile wakes the loop again) */
+                bool drained = (size_t) n < sizeof(buf) / 2;
                 for (struct fanotify_event_metadata *ev = (void *) buf; FAN_EVENT_OK(ev, n); ev = FAN_EVENT_NEXT(ev, n)) {
                         bool perm = ev->mask & (FAN_OPEN_PERM | FAN_OPEN_EXEC_PERM);
                         if (ev->fd < 0) {
@@ -228,6 +229,8 @@ static void read_events(OnAccess *o, bool on_thread) {
                                 close(ev->fd);
                         }
                 }
+                if (drained)
+                        break;
         }
         if (on_thread)
                 wake(o->loop_efd);
@@ -235,9 +238,7 @@ static void read_events(OnAccess *o, bool on_thread) {
 
 static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         OnAccess *o = userdata;
-        pthread_mutex_lock(&o->lock);
-        o->drained++;
-        pthread_mutex_unlock(&o->lock);
+        INC(o->drained);
         read_events(o, false);
         return 0;
 }
@@ -269,8 +270,8 @@ static void *thread_main(void *arg) {
                         } else if (w->deadline < next)
                                 next = w->deadline;
                 }
-                uint64_t drained = o->drained;
                 pthread_mutex_unlock(&o->lock);
+                uint64_t drained = GET(o->drained);
                 if (fired)
                         wake(o->loop_efd);
 
@@ -299,9 +300,7 @@ static void *thread_main(void *arg) {
                         stall_seen = drained;
                         stall_since = now_usec();
                 } else if (stall_watch && now_usec() >= stall_since + STALL_USEC) {
-                        pthread_mutex_lock(&o->lock);
-                        bool stuck = o->drained == stall_seen;
-                        pthread_mutex_unlock(&o->lock);
+                        bool stuck = GET(o->drained) == stall_seen;
                         if (stuck) {
                                 INC(o->stalled_reads);
                                 read_events(o, true);
