@@ -18,6 +18,9 @@
 #            violation lines are rate-limited (suppressed lines counted)
 #   bounded  a huge sparse script on ext4: the exec proceeds after about
 #            OnAccessTimeoutSec= with an "executed before measured" violation
+#   stuck    the event loop blocked (a reload opening a FIFO): execs, cached
+#            or not, still proceed within the bound (a thread keeps deadlines
+#            and reads the group when the loop does not)
 #   stop     daemon stopped (SIGSTOP): an exec is held; SIGKILL: it proceeds
 #   open     OnAccess=open with the daemon's runtime and state directories on
 #            the marked filesystem (its own opens must not wait for itself);
@@ -231,6 +234,27 @@ echo "exec of a 6 GiB file returned after ${el}s ($out); timeouts: $(js on_acces
 for _ in $(seq 40); do [ "$(violations_for "$E/huge")" -ge 1 ] && break; sleep 0.1; done
 [ "$(violations_for "$E/huge")" -ge 1 ] || fail "no 'executed before measured' violation entry for the huge file"
 grep -q "Violation on $E/huge: unmeasured: executed before measured" "$W/iverd.log" || fail "journal does not say executed before measured"
+
+step "stuck loop: the event loop blocked (reload reads a FIFO as its config): execs still proceed within the bound"
+printf '#!/bin/sh\necho cached\n' >"$T/cached"; chmod +x "$T/cached"
+ctl settle --timeout 60 >/dev/null || true
+"$T/cached" >/dev/null
+cp "$W/iverd.conf" "$W/iverd.conf.saved"; rm -f "$W/iverd.conf"; mkfifo "$W/iverd.conf"
+kill -HUP "$IVERD_PID"; sleep 0.3
+printf '#!/bin/sh\necho fresh\n' >"$T/fresh"; chmod +x "$T/fresh"
+for f in cached fresh; do
+        t0=$(date +%s.%N)
+        timeout 20 "$T/$f" >/dev/null || fail "exec of $f failed or hung while the loop was blocked"
+        el=$(echo "$(date +%s.%N) - $t0" | bc)
+        echo "exec of $f while the loop is blocked: ${el}s"
+        [ "$(echo "$el < 2.5" | bc)" = 1 ] || fail "exec of $f waited ${el}s while the loop was blocked (bound 0.5s + 0.25s + slack)"
+done
+timeout 10 sh -c "cat '$W/iverd.conf.saved' > '$W/iverd.conf'" || true
+rm -f "$W/iverd.conf"; mv "$W/iverd.conf.saved" "$W/iverd.conf"
+ctl settle --timeout 60 >/dev/null || true
+echo "events the timer thread read while the loop was blocked: $(js on_access_stalled_reads) (0 if a reload can no longer block the loop)"
+for _ in $(seq 40); do [ "$(violations_for "$T/fresh")" -ge 1 ] && break; sleep 0.1; done
+echo "violation entries for fresh (executed before measured, listed when the loop resumed): $(violations_for "$T/fresh")"
 
 step "stop: SIGSTOP holds an exec on a marked filesystem; SIGKILL releases it"
 printf '#!/bin/sh\necho released\n' >"$T/held"; chmod +x "$T/held"
