@@ -34,10 +34,11 @@ for b in "$BUILD/iverd" "$BUILD/iverctl"; do [[ -x $b ]] || { echo "FAIL: $b not
 command -v swtpm >/dev/null || iver_skip "swtpm not installed"
 command -v tpm2_checkquote >/dev/null || iver_skip "tpm2-tools not installed"
 
+# shellcheck disable=SC2034  # read by lib-mounts.sh
 IVER_IMAGE_MB=512
 iver_mounts_init
 W=$IVER_WORKDIR
-IVERD_PID= SWTPM_PID=
+IVERD_PID="" SWTPM_PID=""
 stop_pid() { local p=$1; [ -n "$p" ] || return 0; kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true
         for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$p" 2>/dev/null || true; }
 test_cleanup() {
