@@ -82,14 +82,14 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
 
 /* The policy's say on one file: the measure decision (d, when measure), whether
  * it is appraised, and the algorithm. False: neither. */
-static bool decide(Manager *m, const char *path, const IverStat *st, IverPolicyDecision *d, bool *ret_measure,
-                   bool *ret_appraise, IverHashAlgo *ret_algo) {
+static bool decide(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid, IverPolicyDecision *d,
+                   bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo) {
         IverCookieTable *t = iver_context_cookies(m->ctx);
         (void) iver_cookie_table_source(t, st->dev, AT_FDCWD, path);
         IverFileAttr attr = {
                 .fs_magic = iver_cookie_table_fs_magic(t, st->dev),
                 .owner = st->uid,
-                .subject_uid = IVER_UID_UNKNOWN,
+                .subject_uid = subject_uid,
                 .mode = st->mode,
                 .size = st->size,
         };
@@ -120,7 +120,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         IverPolicyDecision d;
         bool measure, appraise;
         IverHashAlgo algo;
-        if (!decide(m, path, st, &d, &measure, &appraise, &algo)) {
+        if (!decide(m, path, st, IVER_UID_UNKNOWN, &d, &measure, &appraise, &algo)) {
                 iver_check_forget(m->ctx, path); /* the policy may have changed */
                 return true;
         }
@@ -170,7 +170,26 @@ static bool open_for_write(int fd) {
         return errno == EAGAIN;
 }
 
-int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter, CheckerUse *u) {
+/* The real uid of process pid (uid= rules), or IVER_UID_UNKNOWN. */
+static uint32_t process_uid(int pid) {
+        char p[64], buf[2048];
+        snprintf(p, sizeof(p), "/proc/%d/status", pid);
+        int fd = pid > 0 ? open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -1;
+        if (fd < 0)
+                return IVER_UID_UNKNOWN;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return IVER_UID_UNKNOWN;
+        buf[n] = 0;
+        const char *u = strstr(buf, "\nUid:");
+        unsigned long uid;
+        if (!u || sscanf(u + 5, "%lu", &uid) != 1 || uid >= IVER_UID_UNKNOWN)
+                return IVER_UID_UNKNOWN;
+        return (uint32_t) uid;
+}
+
+int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *u) {
         IverStat st;
         IverPending p;
         IverCheckOutcome o;
@@ -185,7 +204,8 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter
                 return 0;
         if (!path)
                 return -EAGAIN; /* the caller looks up the name and asks again */
-        if (!S_ISREG(st.mode) || !decide(m, path, &st, &u->d, &u->measure, &appraise, &u->algo))
+        uint32_t subject = process_uid(pid);
+        if (!S_ISREG(st.mode) || !decide(m, path, &st, subject, &u->d, &u->measure, &appraise, &u->algo))
                 return 0;
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
         if (open_for_write(fd)) {
@@ -224,6 +244,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter
         j->by_fd = true;
         j->fd = dup; /* the very file being used, whatever the path names by now */
         j->waiter = waiter;
+        j->subject_uid = subject;
         j->pending = p;
         j->opt = iver_check_measure_options(m->ctx, &p);
         j->keyring = appraise ? m->keyring : NULL;
@@ -313,7 +334,8 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                 /* the decision is re-made: the policy may have been reloaded meanwhile */
                 IverPolicyDecision d = { .pcr = IVER_POLICY_PCR_UNSET, .hash = _IVER_HASH_INVALID,
                                          .template_ = _IVER_IMA_TEMPLATE_INVALID };
-                IverFileAttr attr = { .owner = j->m.st.uid, .subject_uid = IVER_UID_UNKNOWN, .mode = j->m.st.mode,
+                IverFileAttr attr = { .owner = j->m.st.uid, .subject_uid = j->by_fd ? j->subject_uid : IVER_UID_UNKNOWN,
+                                      .mode = j->m.st.mode,
                                       .size = j->m.st.size,
                                       .fs_magic = iver_cookie_table_fs_magic(iver_context_cookies(m->ctx), j->m.st.dev) };
                 bool measure = iver_policy_match(m->policy, IVER_CLASS_MEASURE, j->path, strlen(j->path), &attr, &d) >= 0 &&

@@ -28,7 +28,7 @@ typedef struct CheckerUse {
 } CheckerUse;
 
 /* On-access: the file open as fd (named path) is about to be executed
- * (exec) or opened. Executed while open for write (no read lease: a writer,
+ * (exec) or opened by process pid (its real uid is the subject of uid= rules). Executed while open for write (no read lease: a writer,
  * or a writable shared mapping): an open_writers violation entry and a
  * (provisional) measurement the exec waits for. Opened while open for write
  * (open mode): allowed at once (it may be the writer's own open, which the
@@ -40,7 +40,7 @@ typedef struct CheckerUse {
  * measure or appraise it (answer now); 1 when a measurement was submitted
  * ahead of other work (answer at onaccess_job_done(waiter)); -errno when the
  * file cannot be looked at (answer now). */
-int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter, CheckerUse *ret);
+int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *ret);
 /* A violation: counted, journal + audit (cause what), and a violation entry
  * in the list when d (a measure rule) is given. */
 void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d, IverHashAlgo algo, const char *what);

@@ -30,6 +30,7 @@ typedef struct Waiter {
         int fd;              /* the event's fd: the kernel's key for the answer */
         WaiterState state;
         bool exec;
+        int pid;             /* the user (uid= rules) */
         bool answered;       /* the kernel has its answer */
         bool timed_out;      /* answered by the thread at the deadline: a violation to list */
         bool done;           /* measured and recorded: answered after the flush */

@@ -57,13 +57,13 @@ void oa_note_closed(OnAccess *o, const char *path) {
 }
 
 /* On the loop: a use read by the loop itself (exec mode). */
-static void use_inline(OnAccess *o, int fd, bool exec) {
+static void use_inline(OnAccess *o, int fd, bool exec, int pid) {
         char path[PATH_MAX + 1];
         CheckerUse u;
         uint64_t id = __atomic_add_fetch(&o->next_id, 1, __ATOMIC_RELAXED);
-        int r = checker_use(o->m, fd, NULL, exec, id, &u);
+        int r = checker_use(o->m, fd, NULL, exec, pid, id, &u);
         if (r == -EAGAIN)
-                r = oa_fd_path(fd, path, sizeof(path)) < 0 ? 0 : checker_use(o->m, fd, path, exec, id, &u);
+                r = oa_fd_path(fd, path, sizeof(path)) < 0 ? 0 : checker_use(o->m, fd, path, exec, pid, id, &u);
         if (r != 1) {
                 oa_respond(o, fd);
                 close(fd);
@@ -124,6 +124,8 @@ void oa_read_events(OnAccess *o, bool on_thread) {
                         if (on_thread) {
                                 pthread_mutex_lock(&o->lock);
                                 Waiter *w = oa_push(o, ev->fd, perm ? W_NEW : W_NOTE, exec);
+                                if (w)
+                                        w->pid = ev->pid;
                                 pthread_mutex_unlock(&o->lock);
                                 if (!w) {
                                         if (perm)
@@ -134,7 +136,7 @@ void oa_read_events(OnAccess *o, bool on_thread) {
                                 continue;
                         }
                         if (perm)
-                                use_inline(o, ev->fd, exec);
+                                use_inline(o, ev->fd, exec, ev->pid);
                         else {
                                 char path[PATH_MAX + 1];
                                 if (ev->pid != o->self && oa_fd_path(ev->fd, path, sizeof(path)) >= 0)

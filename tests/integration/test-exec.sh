@@ -22,6 +22,7 @@
 #            or not, still proceed within the bound (a thread keeps deadlines
 #            and reads the group when the loop does not)
 #   stop     daemon stopped (SIGSTOP): an exec is held; SIGKILL: it proceeds
+#   uid      a uid= rule matches the exec of that user (and not root's)
 #   open     OnAccess=open with the daemon's runtime and state directories on
 #            the marked filesystem (its own opens must not wait for itself);
 #            content read while open for write is listed
@@ -60,10 +61,10 @@ ZERO=0000000000000000000000000000000000000000
 listed_or_violation() { ctl log --ascii | awk -v p="$1" -v d="sha256:$2" -v z="$ZERO" '$NF == p && ($4 == d || $2 == z) { f = 1 } END { exit !f }'; }
 violations_for() { ctl log --ascii | awk -v p="$1" -v z="$ZERO" '$NF == p && $2 == z' | wc -l; }
 
-iver_mount tmpfs; T=$IVER_MNT/tree
+iver_mount tmpfs; T=$IVER_MNT/tree; U=$IVER_MNT/uidonly
 iver_mount ext4; E=$IVER_MNT/tree
 mkdir -p "$T" "$E" "$W/run" "$W/state" "$W/tpm"
-printf 'measure path="%s/**"\nmeasure path="%s/**"\n' "$T" "$E" >"$W/p.policy"
+printf 'measure path="%s/**"\nmeasure path="%s/**"\nmeasure path="%s/**" uid=65534\n' "$T" "$E" "$U" >"$W/p.policy"
 printf '[Measure]\nOnAccess=exec\nOnAccessTimeoutSec=500ms\n' >"$W/iverd.conf"
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
@@ -103,6 +104,20 @@ sys.exit(1 if bad else 0)
 PY
 [ "$new_ok" = 1 ] || fail "a new file ran before its entry was in the list"
 echo "40 new scripts: each found its own entry when it ran; allowed after measuring: $(js on_access_allowed_measured), on record: $(js on_access_allowed_on_record)"
+
+step "uid=: a rule for one user's execs matches the on-access event of that user"
+chmod 0711 "$W"
+mkdir -p "$U"
+printf '#!/bin/sh\necho by-root\n' >"$U/byroot"; printf '#!/bin/sh\necho by-nobody\n' >"$U/bynobody"
+chmod 0755 "$U/byroot" "$U/bynobody"
+ctl settle --timeout 30 >/dev/null
+"$U/byroot" >/dev/null
+setpriv --reuid=65534 --regid=65534 --clear-groups "$U/bynobody" >/dev/null || fail "nobody could not run $U/bynobody"
+nr=$(ctl log --ascii | awk -v p="$U/byroot" '$NF == p' | wc -l)
+nn=$(ctl log --ascii | awk -v p="$U/bynobody" '$NF == p' | wc -l)
+echo "entries: run by root $nr (rule does not match), run by uid 65534 $nn (rule matches)"
+[ "$nr" = 0 ] || fail "uid=65534 rule matched an exec by root"
+[ "$nn" -ge 1 ] || fail "uid=65534 rule did not match an exec by uid 65534"
 
 step "swap: hold-open swap (open rw, write evil, run while open, restore, close)"
 GOOD=$(sha "$T/tool")
