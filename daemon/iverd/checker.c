@@ -147,6 +147,24 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         return false;
 }
 
+void checker_closed(Manager *m, int fd, const char *path) {
+        IverStat st;
+        IverCache *c = iver_context_cache(m->ctx);
+        uint32_t idx = iver_context_stat_fd(m->ctx, fd, &st) >= 0 ? iver_cache_find_inode(c, st.dev, st.ino) : IVER_CACHE_NONE;
+        if (idx != IVER_CACHE_NONE) {
+                iver_cache_update_flags(c, idx, IVER_ENTRY_STALE, 0);
+                manager_queue(m, iver_cache_path(c, idx, NULL));
+        }
+        /* the mark covers the whole filesystem: most writes are to files no
+         * rule measures; a new file under a measured tree is checked */
+        const char *slash = strrchr(path, '/');
+        char dir[PATH_MAX + 1];
+        snprintf(dir, sizeof(dir), "%.*s", slash && slash != path ? (int) (slash - path) : 1, path);
+        iver_check_invalidate(m->ctx, path);
+        if (manager_dir_wanted(m, dir))
+                manager_queue(m, path);
+}
+
 bool checker_dir_measured(Manager *m, const char *dir) {
         char probe[PATH_MAX + 16];
         struct statfs sf;

@@ -37,7 +37,8 @@ static ssize_t find(const OnAccess *o, uint64_t id) {
 
 /* Under the lock; the waiter must be answered (or a note). */
 static void drop(OnAccess *o, size_t i) {
-        close(o->w[i].fd);
+        if (o->w[i].fd >= 0)
+                close(o->w[i].fd);
         free(o->w[i].path);
         o->w[i] = o->w[--o->n];
 }
@@ -145,11 +146,13 @@ int oa_on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                 Waiter *w = &o->w[i];
                 char path[PATH_MAX + 1];
                 if (w->state == W_NOTE) {
-                        bool ok = oa_fd_path(w->fd, path, sizeof(path)) >= 0;
+                        int nfd = w->fd;
+                        w->fd = -1; /* ours now */
                         drop(o, i);
                         pthread_mutex_unlock(&o->lock);
-                        if (ok)
-                                oa_note_closed(o, path);
+                        if (oa_fd_path(nfd, path, sizeof(path)) >= 0)
+                                oa_note_closed(o, nfd, path);
+                        close(nfd);
                         pthread_mutex_lock(&o->lock);
                         i = 0;
                         continue;

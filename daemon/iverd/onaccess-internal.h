@@ -69,7 +69,8 @@ void oa_respond(OnAccess *o, int fd);
 int oa_fd_path(int fd, char *buf, size_t n);
 /* Under the lock: a new waiter (deadline now + timeout), or NULL (full). */
 Waiter *oa_push(OnAccess *o, int fd, WaiterState state, bool exec);
-void oa_note_closed(OnAccess *o, const char *path);
+/* A writer closed fd (named path). */
+void oa_note_closed(OnAccess *o, int fd, const char *path);
 /* Read what the group has; on the thread, uses become W_NEW waiters. */
 void oa_read_events(OnAccess *o, bool on_thread);
 void *oa_thread_main(void *arg);

@@ -51,9 +51,8 @@ int oa_fd_path(int fd, char *buf, size_t n) {
 
 /* A writer closed path: its cached digest is not to be trusted without a
  * look (stores through a shared mapping move no timestamp on tmpfs). */
-void oa_note_closed(OnAccess *o, const char *path) {
-        iver_check_invalidate(o->m->ctx, path);
-        manager_queue(o->m, path);
+void oa_note_closed(OnAccess *o, int fd, const char *path) {
+        checker_closed(o->m, fd, path);
 }
 
 /* On the loop: a use read by the loop itself (exec mode). */
@@ -140,7 +139,7 @@ void oa_read_events(OnAccess *o, bool on_thread) {
                         else {
                                 char path[PATH_MAX + 1];
                                 if (ev->pid != o->self && oa_fd_path(ev->fd, path, sizeof(path)) >= 0)
-                                        oa_note_closed(o, path);
+                                        oa_note_closed(o, ev->fd, path);
                                 close(ev->fd);
                         }
                 }

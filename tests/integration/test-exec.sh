@@ -22,6 +22,8 @@
 #            or not, still proceed within the bound (a thread keeps deadlines
 #            and reads the group when the loop does not)
 #   stop     daemon stopped (SIGSTOP): an exec is held; SIGKILL: it proceeds
+#   link     a write through a hard link outside the tree is listed under the
+#            measured name (close-write of the filesystem mark, by inode)
 #   uid      a uid= rule matches the exec of that user (and not root's)
 #   open     OnAccess=open with the daemon's runtime and state directories on
 #            the marked filesystem (its own opens must not wait for itself);
@@ -118,6 +120,17 @@ nn=$(ctl log --ascii | awk -v p="$U/bynobody" '$NF == p' | wc -l)
 echo "entries: run by root $nr (rule does not match), run by uid 65534 $nn (rule matches)"
 [ "$nr" = 0 ] || fail "uid=65534 rule matched an exec by root"
 [ "$nn" -ge 1 ] || fail "uid=65534 rule did not match an exec by uid 65534"
+
+step "link: a write through a hard link outside the measured tree (same filesystem) is seen by the close-write of the group"
+O=$(dirname "$T")/outside; mkdir -p "$O"
+printf '#!/bin/sh\necho linked\n' >"$T/linked"; chmod +x "$T/linked"
+ctl settle --timeout 30 >/dev/null
+ln "$T/linked" "$O/alias"
+printf '#!/bin/sh\necho LINK-EVIL\n' >"$O/alias"
+LE=$(sha "$O/alias")
+ctl settle --timeout 30 >/dev/null
+ctl log --ascii | grep -c "sha256:$LE $T/linked" >/dev/null || fail "a write through a hard link outside the tree is not listed under the measured name"
+echo "write through $O/alias listed under $T/linked: $(ctl log --ascii | grep -c "sha256:$LE $T/linked")"
 
 step "swap: hold-open swap (open rw, write evil, run while open, restore, close)"
 GOOD=$(sha "$T/tool")
