@@ -14,7 +14,7 @@
 
 #define MAX_FS 64
 #define MAX_WAITERS 4096
-#define STALL_USEC 250000ULL
+#define STALL_USEC 100000ULL     /* the loop left events unread this long: the thread reads */
 #define INC(x) __atomic_fetch_add(&(x), 1, __ATOMIC_RELAXED)
 #define GET(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
