@@ -5,8 +5,8 @@
  * in the same wake-up); in open mode a thread, because the daemon's own
  * threads open files on marked filesystems (state files, configuration,
  * hashing by path) and must never wait for an answer from themselves. In exec
- * mode the thread takes over reading when the loop drained nothing for
- * STALL_USEC while events were pending. Uses the loop has not answered yet
+ * mode the thread takes over reading when the loop left events unread for
+ * STALL_USEC. Uses the loop has not answered yet
  * are waiters; the thread answers them at their deadline. Only ever FAN_ALLOW:
  * iverd records, it does not enforce. */
 #include <errno.h>
@@ -267,7 +267,7 @@ void onaccess_status(const OnAccess *o, json_object *obj) {
                 return;
         json_object_object_add(obj, "on_access_timeout_usec", json_object_new_uint64(o->timeout_usec));
         json_object_object_add(obj, "on_access_waiting", json_object_new_uint64(onaccess_waiting(o)));
-        json_object_object_add(obj, "on_access_allowed_on_record", json_object_new_uint64(GET(o->cached)));
+        json_object_object_add(obj, "on_access_allowed_at_once", json_object_new_uint64(GET(o->cached)));
         json_object_object_add(obj, "on_access_allowed_measured", json_object_new_uint64(GET(o->measured)));
         json_object_object_add(obj, "on_access_timeouts", json_object_new_uint64(GET(o->timeouts)));
         json_object_object_add(obj, "on_access_unchecked", json_object_new_uint64(GET(o->unchecked)));

@@ -105,7 +105,7 @@ for i in range(40):
 sys.exit(1 if bad else 0)
 PY
 [ "$new_ok" = 1 ] || fail "a new file ran before its entry was in the list"
-echo "40 new scripts: each found its own entry when it ran; allowed after measuring: $(js on_access_allowed_measured), on record: $(js on_access_allowed_on_record)"
+echo "40 new scripts: each found its own entry when it ran; allowed after measuring: $(js on_access_allowed_measured), at once: $(js on_access_allowed_at_once)"
 
 step "uid=: a rule for one user's execs matches the on-access event of that user"
 chmod 0711 "$W"
