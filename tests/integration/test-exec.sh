@@ -24,6 +24,7 @@
 #   stop     daemon stopped (SIGSTOP): an exec is held; SIGKILL: it proceeds
 #   link     a write through a hard link outside the tree is listed under the
 #            measured name (close-write of the filesystem mark, by inode)
+#   term     SIGTERM releases an exec held for a long measurement at once
 #   uid      a uid= rule matches the exec of that user (and not root's)
 #   open     OnAccess=open with the daemon's runtime and state directories on
 #            the marked filesystem (its own opens must not wait for itself);
@@ -299,6 +300,28 @@ wait "$HP" || fail "held exec failed or timed out after the daemon was killed"
 el=$(echo "$(date +%s.%N) - $t0" | bc)
 grep -q released "$W/held.out" || fail "held exec did not run"
 echo "exec proceeded ${el}s after SIGKILL"
+
+step "term: SIGTERM allows a held exec at once (OnAccessTimeoutSec=30s)"
+printf '[Measure]\nOnAccess=exec\nOnAccessTimeoutSec=30s\n' >"$W/long.conf"
+IVERD_LOG_STDERR=1 "$BUILD/iverd" --config "$W/long.conf" --policy "$W/p.policy" --runtime-dir "$W/run" \
+        --state-dir "$W/state" --tpm none >"$W/iverd-term.log" 2>&1 &
+IVERD_PID=$!
+for _ in $(seq 200); do ctl status >/dev/null 2>&1 && break; sleep 0.05; done
+timeout 120 "$BUILD/iverctl" settle --timeout 110 >/dev/null || true
+printf '#!/bin/sh\necho term-ran\nexit 0\n' >"$E/huge2"; truncate -s 8G "$E/huge2"; chmod +x "$E/huge2"
+t0=$(date +%s.%N)
+timeout 60 "$E/huge2" >"$W/term.out" 2>&1 &
+XP=$!
+sleep 1
+kill -0 "$XP" 2>/dev/null || fail "exec of an 8 GiB file was not held (timeout 30 s)"
+kill -TERM "$IVERD_PID"
+wait "$XP" || fail "held exec failed after SIGTERM"
+el=$(echo "$(date +%s.%N) - $t0" | bc)
+grep -q term-ran "$W/term.out" || fail "held exec did not run after SIGTERM"
+echo "exec held 1 s, then SIGTERM: it returned after ${el}s in all"
+[ "$(echo "$el < 5" | bc)" = 1 ] || fail "SIGTERM did not release the held exec at once (${el}s)"
+stop_pid "$IVERD_PID"; IVERD_PID=
+rm -f "$E/huge2"
 
 step "open: OnAccess=open with the daemon's own files on the marked filesystem (no self-deadlock), read while open for write"
 mkdir -p "$T/../state2" "$T/../run2"
