@@ -86,14 +86,15 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         }
 }
 
-bool checker_decide(Manager *m, const char *path, const IverStat *st, IverFileAttr *attr, IverPolicyDecision *d,
-                    bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo, unsigned *ret_flags) {
+bool checker_decide(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid, IverFileAttr *attr,
+                    IverPolicyDecision *d, bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo,
+                    unsigned *ret_flags) {
         IverCookieTable *t = iver_context_cookies(m->ctx);
         (void) iver_cookie_table_source(t, st->dev, AT_FDCWD, path);
         *attr = (IverFileAttr) {
                 .fs_magic = iver_cookie_table_fs_magic(t, st->dev),
                 .owner = st->uid,
-                .subject_uid = IVER_UID_UNKNOWN,
+                .subject_uid = subject_uid,
                 .mode = st->mode,
                 .size = st->size,
         };
@@ -130,7 +131,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         bool measure, appraise;
         IverHashAlgo algo;
         unsigned flags;
-        if (!checker_decide(m, path, st, &attr, &d, &measure, &appraise, &algo, &flags)) {
+        if (!checker_decide(m, path, st, IVER_UID_UNKNOWN, &attr, &d, &measure, &appraise, &algo, &flags)) {
                 iver_check_forget(m->ctx, path); /* the policy may have changed */
                 return true;
         }
@@ -169,6 +170,26 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         return false;
 }
 
+void checker_closed(Manager *m, int fd, const char *path) {
+        IverStat st;
+        IverCache *c = iver_context_cache(m->ctx);
+        uint32_t idx = iver_context_stat_fd(m->ctx, fd, &st) >= 0 ? iver_cache_find_inode(c, st.dev, st.ino) : IVER_CACHE_NONE;
+        if (idx != IVER_CACHE_NONE) {
+                char p[IVER_CACHE_PATH_MAX];
+                iver_cache_update_flags(c, idx, IVER_ENTRY_STALE, 0);
+                (void) iver_cache_path(c, idx, p, sizeof(p));
+                manager_queue(m, p); /* the queue keeps its own copy */
+        }
+        /* the mark covers the whole filesystem: most writes are to files no
+         * rule measures; a new file under a measured tree is checked */
+        const char *slash = strrchr(path, '/');
+        char dir[PATH_MAX + 1];
+        snprintf(dir, sizeof(dir), "%.*s", slash && slash != path ? (int) (slash - path) : 1, path);
+        iver_check_invalidate(m->ctx, path);
+        if (manager_dir_wanted(m, dir))
+                manager_queue(m, path);
+}
+
 bool checker_dir_measured(Manager *m, const char *dir) {
         char probe[PATH_MAX + 16];
         struct statfs sf;
@@ -192,7 +213,26 @@ static bool open_for_write(int fd) {
         return errno == EAGAIN;
 }
 
-int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter, CheckerUse *u) {
+/* The real uid of process pid (uid= rules), or IVER_UID_UNKNOWN. */
+static uint32_t process_uid(int pid) {
+        char p[64], buf[2048];
+        snprintf(p, sizeof(p), "/proc/%d/status", pid);
+        int fd = pid > 0 ? open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -1;
+        if (fd < 0)
+                return IVER_UID_UNKNOWN;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return IVER_UID_UNKNOWN;
+        buf[n] = 0;
+        const char *u = strstr(buf, "\nUid:");
+        unsigned long uid;
+        if (!u || sscanf(u + 5, "%lu", &uid) != 1 || uid >= IVER_UID_UNKNOWN)
+                return IVER_UID_UNKNOWN;
+        return (uint32_t) uid;
+}
+
+int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *u) {
         IverStat st;
         IverPending p;
         IverCheckOutcome o;
@@ -212,7 +252,9 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter
         }
         if (!path)
                 return -EAGAIN; /* the caller looks up the name and asks again */
-        if (!S_ISREG(st.mode) || !checker_decide(m, path, &st, &attr, &u->d, &u->measure, &appraise, &u->algo, &flags))
+        uint32_t subject = process_uid(pid);
+        if (!S_ISREG(st.mode) ||
+            !checker_decide(m, path, &st, subject, &attr, &u->d, &u->measure, &appraise, &u->algo, &flags))
                 return 0;
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
         if (open_for_write(fd)) {
@@ -252,6 +294,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter
         j->by_fd = true;
         j->fd = dup; /* the very file being used, whatever the path names by now */
         j->waiter = waiter;
+        j->subject_uid = subject;
         j->pending = p;
         j->opt = iver_check_measure_options(m->ctx, &p);
         /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
@@ -347,7 +390,8 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                 /* the decision is re-made: the policy may have been reloaded meanwhile */
                 IverPolicyDecision d = { .pcr = IVER_POLICY_PCR_UNSET, .hash = _IVER_HASH_INVALID,
                                          .template_ = _IVER_IMA_TEMPLATE_INVALID };
-                IverFileAttr attr = { .owner = j->m.st.uid, .subject_uid = IVER_UID_UNKNOWN, .mode = j->m.st.mode,
+                IverFileAttr attr = { .owner = j->m.st.uid, .subject_uid = j->by_fd ? j->subject_uid : IVER_UID_UNKNOWN,
+                                      .mode = j->m.st.mode,
                                       .size = j->m.st.size,
                                       .fs_magic = iver_cookie_table_fs_magic(iver_context_cookies(m->ctx), j->m.st.dev) };
                 bool measure = iver_policy_match(m->policy, IVER_CLASS_MEASURE, j->path, strlen(j->path), &attr, &d) >= 0 &&

@@ -13,13 +13,14 @@ typedef struct Manager Manager;
  * the policy does not measure finish here, misses go to the pool. */
 int checker_dispatch(sd_event_source *s, void *userdata);
 /* The policy's say on one file (the one place it is decided, for checks and
- * explain): its attributes (attr), the measure decision (d, when measure),
+ * explain), for a use by subject_uid (IVER_UID_UNKNOWN: no use): its attributes (attr), the measure decision (d, when measure),
  * whether it is appraised, the hash algorithm and the check flags
  * (IVER_CHECK_SIGNATURE_BOUND). False: neither measured nor appraised, or a
  * pseudo filesystem's file (proc, sysfs…: never hashed, whatever the policy
  * says; lib/pseudofs.h). */
-bool checker_decide(Manager *m, const char *path, const IverStat *st, IverFileAttr *attr, IverPolicyDecision *d,
-                    bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo, unsigned *ret_flags);
+bool checker_decide(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid, IverFileAttr *attr,
+                    IverPolicyDecision *d, bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo,
+                    unsigned *ret_flags);
 /* The walker's fast path for a file a scan found (name in the open directory
  * dirfd, full path path): a statx relative to dirfd and the cache lookup,
  * without a queue node. Returns true when done (the usual unchanged file);
@@ -37,7 +38,7 @@ typedef struct CheckerUse {
 } CheckerUse;
 
 /* On-access: the file open as fd (named path) is about to be executed
- * (exec) or opened. Executed while open for write (no read lease: a writer,
+ * (exec) or opened by process pid (its real uid is the subject of uid= rules). Executed while open for write (no read lease: a writer,
  * or a writable shared mapping): an open_writers violation entry and a
  * (provisional) measurement the exec waits for. Opened while open for write
  * (open mode): allowed at once (it may be the writer's own open, which the
@@ -49,7 +50,7 @@ typedef struct CheckerUse {
  * measure or appraise it (answer now); 1 when a measurement was submitted
  * ahead of other work (answer at onaccess_job_done(waiter)); -errno when the
  * file cannot be looked at (answer now). */
-int checker_use(Manager *m, int fd, const char *path, bool exec, uint64_t waiter, CheckerUse *ret);
+int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *ret);
 /* A violation: counted, journal + audit (cause what), and a violation entry
  * in the list when d (a measure rule) is given. */
 void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d, IverHashAlgo algo, const char *what);
@@ -58,3 +59,8 @@ unsigned checker_use_jobs(void);
 /* Whether a regular file directly in dir may be measured or appraised (a
  * policy probe with a neutral file): on-access marks only such filesystems. */
 bool checker_dir_measured(Manager *m, const char *dir);
+/* A writer closed fd (named path, on a marked filesystem): the cached digest
+ * of its inode, under whatever name it was measured (a hard link elsewhere
+ * included), is not trusted without a look (stores through a shared mapping
+ * move no timestamp on tmpfs), and that name is checked again. */
+void checker_closed(Manager *m, int fd, const char *path);

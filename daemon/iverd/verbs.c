@@ -323,7 +323,7 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                         bool measure, appraise;
                         IverHashAlgo algo = m->conf.hash;
                         unsigned cflags = 0;
-                        (void) checker_decide(m, path, &st, &fa, &md, &measure, &appraise, &algo, &cflags);
+                        (void) checker_decide(m, path, &st, IVER_UID_UNKNOWN, &fa, &md, &measure, &appraise, &algo, &cflags);
                         IverCheckReason why;
                         uint32_t cmp;
                         bool same_id;

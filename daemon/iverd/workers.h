@@ -25,6 +25,7 @@ typedef struct Job {
         bool by_fd;
         int fd;
         uint64_t waiter;           /* the permission event waiting for this job (0: none) */
+        uint32_t subject_uid;      /* the user's uid (uid= rules), when by_fd */
 } Job;
 
 void job_free(Job *j);

@@ -18,7 +18,14 @@
 #            violation lines are rate-limited (suppressed lines counted)
 #   bounded  a huge sparse script on ext4: the exec proceeds after about
 #            OnAccessTimeoutSec= with an "executed before measured" violation
+#   stuck    the event loop blocked (a reload opening a FIFO): execs, cached
+#            or not, still proceed within the bound (a thread keeps deadlines
+#            and reads the group when the loop does not)
 #   stop     daemon stopped (SIGSTOP): an exec is held; SIGKILL: it proceeds
+#   link     a write through a hard link outside the tree is listed under the
+#            measured name (close-write of the filesystem mark, by inode)
+#   term     SIGTERM releases an exec held for a long measurement at once
+#   uid      a uid= rule matches the exec of that user (and not root's)
 #   open     OnAccess=open with the daemon's runtime and state directories on
 #            the marked filesystem (its own opens must not wait for itself);
 #            content read while open for write is listed
@@ -31,10 +38,11 @@ for b in "$BUILD/iverd" "$BUILD/iverctl"; do [[ -x $b ]] || { echo "FAIL: $b not
 command -v swtpm >/dev/null || iver_skip "swtpm not installed"
 command -v tpm2_checkquote >/dev/null || iver_skip "tpm2-tools not installed"
 
+# shellcheck disable=SC2034  # read by lib-mounts.sh
 IVER_IMAGE_MB=512
 iver_mounts_init
 W=$IVER_WORKDIR
-IVERD_PID= SWTPM_PID=
+IVERD_PID="" SWTPM_PID=""
 stop_pid() { local p=$1; [ -n "$p" ] || return 0; kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true
         for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$p" 2>/dev/null || true; }
 test_cleanup() {
@@ -56,10 +64,10 @@ ZERO=0000000000000000000000000000000000000000
 listed_or_violation() { ctl log --ascii | awk -v p="$1" -v d="sha256:$2" -v z="$ZERO" '$NF == p && ($4 == d || $2 == z) { f = 1 } END { exit !f }'; }
 violations_for() { ctl log --ascii | awk -v p="$1" -v z="$ZERO" '$NF == p && $2 == z' | wc -l; }
 
-iver_mount tmpfs; T=$IVER_MNT/tree
+iver_mount tmpfs; T=$IVER_MNT/tree; U=$IVER_MNT/uidonly
 iver_mount ext4; E=$IVER_MNT/tree
 mkdir -p "$T" "$E" "$W/run" "$W/state" "$W/tpm"
-printf 'measure path="%s/**"\nmeasure path="%s/**"\n' "$T" "$E" >"$W/p.policy"
+printf 'measure path="%s/**"\nmeasure path="%s/**"\nmeasure path="%s/**" uid=65534\n' "$T" "$E" "$U" >"$W/p.policy"
 printf '[Measure]\nOnAccess=exec\nOnAccessTimeoutSec=500ms\n' >"$W/iverd.conf"
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
@@ -98,7 +106,32 @@ for i in range(40):
 sys.exit(1 if bad else 0)
 PY
 [ "$new_ok" = 1 ] || fail "a new file ran before its entry was in the list"
-echo "40 new scripts: each found its own entry when it ran; allowed after measuring: $(js on_access_allowed_measured), on record: $(js on_access_allowed_on_record)"
+echo "40 new scripts: each found its own entry when it ran; allowed after measuring: $(js on_access_allowed_measured), at once: $(js on_access_allowed_at_once)"
+
+step "uid=: a rule for one user's execs matches the on-access event of that user"
+chmod 0711 "$W"
+mkdir -p "$U"
+printf '#!/bin/sh\necho by-root\n' >"$U/byroot"; printf '#!/bin/sh\necho by-nobody\n' >"$U/bynobody"
+chmod 0755 "$U/byroot" "$U/bynobody"
+ctl settle --timeout 30 >/dev/null
+"$U/byroot" >/dev/null
+setpriv --reuid=65534 --regid=65534 --clear-groups "$U/bynobody" >/dev/null || fail "nobody could not run $U/bynobody"
+nr=$(ctl log --ascii | awk -v p="$U/byroot" '$NF == p' | wc -l)
+nn=$(ctl log --ascii | awk -v p="$U/bynobody" '$NF == p' | wc -l)
+echo "entries: run by root $nr (rule does not match), run by uid 65534 $nn (rule matches)"
+[ "$nr" = 0 ] || fail "uid=65534 rule matched an exec by root"
+[ "$nn" -ge 1 ] || fail "uid=65534 rule did not match an exec by uid 65534"
+
+step "link: a write through a hard link outside the measured tree (same filesystem) is seen by the close-write of the group"
+O=$(dirname "$T")/outside; mkdir -p "$O"
+printf '#!/bin/sh\necho linked\n' >"$T/linked"; chmod +x "$T/linked"
+ctl settle --timeout 30 >/dev/null
+ln "$T/linked" "$O/alias"
+printf '#!/bin/sh\necho LINK-EVIL\n' >"$O/alias"
+LE=$(sha "$O/alias")
+ctl settle --timeout 30 >/dev/null
+ctl log --ascii | grep -c "sha256:$LE $T/linked" >/dev/null || fail "a write through a hard link outside the tree is not listed under the measured name"
+echo "write through $O/alias listed under $T/linked: $(ctl log --ascii | grep -c "sha256:$LE $T/linked")"
 
 step "swap: hold-open swap (open rw, write evil, run while open, restore, close)"
 GOOD=$(sha "$T/tool")
@@ -232,6 +265,27 @@ for _ in $(seq 40); do [ "$(violations_for "$E/huge")" -ge 1 ] && break; sleep 0
 [ "$(violations_for "$E/huge")" -ge 1 ] || fail "no 'executed before measured' violation entry for the huge file"
 grep -q "Violation on $E/huge: unmeasured: executed before measured" "$W/iverd.log" || fail "journal does not say executed before measured"
 
+step "stuck loop: the event loop blocked (reload reads a FIFO as its config): execs still proceed within the bound"
+printf '#!/bin/sh\necho cached\n' >"$T/cached"; chmod +x "$T/cached"
+ctl settle --timeout 60 >/dev/null || true
+"$T/cached" >/dev/null
+cp "$W/iverd.conf" "$W/iverd.conf.saved"; rm -f "$W/iverd.conf"; mkfifo "$W/iverd.conf"
+kill -HUP "$IVERD_PID"; sleep 0.3
+printf '#!/bin/sh\necho fresh\n' >"$T/fresh"; chmod +x "$T/fresh"
+for f in cached fresh; do
+        t0=$(date +%s.%N)
+        timeout 20 "$T/$f" >/dev/null || fail "exec of $f failed or hung while the loop was blocked"
+        el=$(echo "$(date +%s.%N) - $t0" | bc)
+        echo "exec of $f while the loop is blocked: ${el}s"
+        [ "$(echo "$el < 2.5" | bc)" = 1 ] || fail "exec of $f waited ${el}s while the loop was blocked (bound 0.5s + 0.1s + slack)"
+done
+timeout 10 sh -c "cat '$W/iverd.conf.saved' > '$W/iverd.conf'" || true
+rm -f "$W/iverd.conf"; mv "$W/iverd.conf.saved" "$W/iverd.conf"
+ctl settle --timeout 60 >/dev/null || true
+echo "events the timer thread read while the loop was blocked: $(js on_access_stalled_reads) (0 if a reload can no longer block the loop)"
+for _ in $(seq 40); do [ "$(violations_for "$T/fresh")" -ge 1 ] && break; sleep 0.1; done
+echo "violation entries for fresh (executed before measured, listed when the loop resumed): $(violations_for "$T/fresh")"
+
 step "stop: SIGSTOP holds an exec on a marked filesystem; SIGKILL releases it"
 printf '#!/bin/sh\necho released\n' >"$T/held"; chmod +x "$T/held"
 ctl settle --timeout 60 >/dev/null || true
@@ -246,6 +300,28 @@ wait "$HP" || fail "held exec failed or timed out after the daemon was killed"
 el=$(echo "$(date +%s.%N) - $t0" | bc)
 grep -q released "$W/held.out" || fail "held exec did not run"
 echo "exec proceeded ${el}s after SIGKILL"
+
+step "term: SIGTERM allows a held exec at once (OnAccessTimeoutSec=30s)"
+printf '[Measure]\nOnAccess=exec\nOnAccessTimeoutSec=30s\n' >"$W/long.conf"
+IVERD_LOG_STDERR=1 "$BUILD/iverd" --config "$W/long.conf" --policy "$W/p.policy" --runtime-dir "$W/run" \
+        --state-dir "$W/state" --tpm none >"$W/iverd-term.log" 2>&1 &
+IVERD_PID=$!
+for _ in $(seq 200); do ctl status >/dev/null 2>&1 && break; sleep 0.05; done
+timeout 120 "$BUILD/iverctl" settle --timeout 110 >/dev/null || true
+printf '#!/bin/sh\necho term-ran\nexit 0\n' >"$E/huge2"; truncate -s 8G "$E/huge2"; chmod +x "$E/huge2"
+t0=$(date +%s.%N)
+timeout 60 "$E/huge2" >"$W/term.out" 2>&1 &
+XP=$!
+sleep 1
+kill -0 "$XP" 2>/dev/null || fail "exec of an 8 GiB file was not held (timeout 30 s)"
+kill -TERM "$IVERD_PID"
+wait "$XP" || fail "held exec failed after SIGTERM"
+el=$(echo "$(date +%s.%N) - $t0" | bc)
+grep -q term-ran "$W/term.out" || fail "held exec did not run after SIGTERM"
+echo "exec held 1 s, then SIGTERM: it returned after ${el}s in all"
+[ "$(echo "$el < 5" | bc)" = 1 ] || fail "SIGTERM did not release the held exec at once (${el}s)"
+stop_pid "$IVERD_PID"; IVERD_PID=
+rm -f "$E/huge2"
 
 step "open: OnAccess=open with the daemon's own files on the marked filesystem (no self-deadlock), read while open for write"
 mkdir -p "$T/../state2" "$T/../run2"

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Uses held until their measurement is listed: the waiters, the timer thread
+ * that answers at deadlines (and reads the group when the loop does not), and
+ * the loop's side of the hand-over (see onaccess.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/fanotify.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "checker.h"
+#include "log.h"
+#include "manager.h"
+#include "onaccess-internal.h"
+
+uint64_t oa_now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static ssize_t find(const OnAccess *o, uint64_t id) {
+        for (size_t i = 0; i < o->n; i++)
+                if (o->w[i].id == id)
+                        return (ssize_t) i;
+        return -1;
+}
+
+/* Under the lock; the waiter must be answered (or a note). */
+static void drop(OnAccess *o, size_t i) {
+        if (o->w[i].fd >= 0)
+                close(o->w[i].fd);
+        free(o->w[i].path);
+        o->w[i] = o->w[--o->n];
+}
+
+/* Under the lock. Returns the new waiter or NULL (full, no memory). */
+Waiter *oa_push(OnAccess *o, int fd, WaiterState state, bool exec) {
+        if (o->n >= MAX_WAITERS)
+                return NULL;
+        if (o->n == o->cap) {
+                size_t cap = o->cap ? o->cap * 2 : 16;
+                Waiter *w = realloc(o->w, cap * sizeof(Waiter));
+                if (!w)
+                        return NULL;
+                o->w = w;
+                o->cap = cap;
+        }
+        Waiter *w = &o->w[o->n++];
+        *w = (Waiter) { .id = __atomic_add_fetch(&o->next_id, 1, __ATOMIC_RELAXED), .fd = fd, .state = state, .exec = exec, .answered = state == W_NOTE,
+                        .deadline = oa_now_usec() + o->timeout_usec };
+        return w;
+}
+
+/* The timer thread: answers at deadlines, reads the group in open mode (or
+ * when the loop stalls). Touches only the waiters and the group's fd. */
+void *oa_thread_main(void *arg) {
+        OnAccess *o = arg;
+        bool reader = o->mode == IVER_ON_ACCESS_OPEN;
+        uint64_t stall_seen = 0, stall_since = 0;
+        bool stall_watch = false;
+        for (;;) {
+                uint64_t now = oa_now_usec(), next = UINT64_MAX;
+                bool fired = false;
+                pthread_mutex_lock(&o->lock);
+                if (o->stopping) {
+                        pthread_mutex_unlock(&o->lock);
+                        break;
+                }
+                for (size_t i = 0; i < o->n; i++) {
+                        Waiter *w = &o->w[i];
+                        if (w->answered)
+                                continue;
+                        if (w->deadline <= now) {
+                                oa_respond(o, w->fd);
+                                w->answered = w->timed_out = true;
+                                fired = true;
+                                INC(o->timeouts);
+                        } else if (w->deadline < next)
+                                next = w->deadline;
+                }
+                pthread_mutex_unlock(&o->lock);
+                uint64_t drained = GET(o->drained);
+                if (fired)
+                        oa_wake(o->loop_efd);
+
+                struct pollfd p[2] = { { .fd = o->thread_efd, .events = POLLIN }, { .fd = o->fd, .events = POLLIN } };
+                nfds_t nfds = reader || !stall_watch ? 2 : 1;
+                uint64_t until = next;
+                if (stall_watch && stall_since + STALL_USEC < until)
+                        until = stall_since + STALL_USEC;
+                int ms = until == UINT64_MAX ? -1 : until <= now ? 0 : (int) ((until - now + 999) / 1000);
+                if (poll(p, nfds, ms) < 0)
+                        continue;
+                if (p[0].revents & POLLIN) {
+                        uint64_t v;
+                        (void) !read(o->thread_efd, &v, sizeof(v));
+                }
+                bool pending = nfds == 2 && (p[1].revents & POLLIN);
+                if (reader) {
+                        if (pending)
+                                oa_read_events(o, true);
+                        continue;
+                }
+                /* exec mode: events pending while the loop reads nothing for
+                 * STALL_USEC: read them here so their deadlines run */
+                if (pending) {
+                        stall_watch = true;
+                        stall_seen = drained;
+                        stall_since = oa_now_usec();
+                } else if (stall_watch && oa_now_usec() >= stall_since + STALL_USEC) {
+                        bool stuck = GET(o->drained) == stall_seen;
+                        if (stuck) {
+                                INC(o->stalled_reads);
+                                oa_read_events(o, true);
+                        }
+                        stall_watch = false;
+                }
+        }
+        return NULL;
+}
+
+/* On the loop: what the thread handed over (uses, timeouts, notes). */
+int oa_on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        OnAccess *o = userdata;
+        uint64_t v;
+        (void) !read(fd, &v, sizeof(v));
+        pthread_mutex_lock(&o->lock);
+        if (o->overflowed) {
+                o->overflowed = false;
+                pthread_mutex_unlock(&o->lock);
+                log_warning("fanotify queue overflowed: rescanning");
+                (void) manager_rescan(o->m);
+                pthread_mutex_lock(&o->lock);
+        }
+        for (size_t i = 0; i < o->n;) {
+                Waiter *w = &o->w[i];
+                char path[PATH_MAX + 1];
+                if (w->state == W_NOTE) {
+                        int nfd = w->fd;
+                        w->fd = -1; /* ours now */
+                        drop(o, i);
+                        pthread_mutex_unlock(&o->lock);
+                        if (oa_fd_path(nfd, path, sizeof(path)) >= 0)
+                                oa_note_closed(o, nfd, path);
+                        close(nfd);
+                        pthread_mutex_lock(&o->lock);
+                        i = 0;
+                        continue;
+                }
+                if (w->state == W_NEW) {
+                        uint64_t id = w->id;
+                        int efd = w->fd;
+                        bool exec = w->exec;
+                        int pid = w->pid;
+                        CheckerUse u;
+                        w->state = W_BUSY;
+                        pthread_mutex_unlock(&o->lock);
+                        int r = oa_fd_path(efd, path, sizeof(path)) < 0 ? 0 : checker_use(o->m, efd, path, exec, pid, id, &u);
+                        char *p = r == 1 ? strdup(path) : NULL;
+                        pthread_mutex_lock(&o->lock);
+                        ssize_t k = find(o, id);
+                        if (k < 0) { /* cannot happen: only the loop drops */
+                                free(p);
+                                i = 0;
+                                continue;
+                        }
+                        w = &o->w[k];
+                        if (r == 1 && p) {
+                                w->state = W_HASHING;
+                                w->use = u;
+                                w->path = p;
+                        } else {
+                                if (!w->answered)
+                                        oa_respond(o, w->fd);
+                                w->answered = true;
+                                drop(o, (size_t) k);
+                                INC(o->cached);
+                        }
+                        i = 0;
+                        continue;
+                }
+                if (w->state == W_HASHING && w->timed_out) {
+                        /* allowed at the deadline, before its measurement was listed */
+                        CheckerUse u = w->use;
+                        bool exec = w->exec;
+                        snprintf(path, sizeof(path), "%s", w->path);
+                        drop(o, i);
+                        pthread_mutex_unlock(&o->lock);
+                        checker_violation(o->m, path, u.measure ? &u.d : NULL, u.algo,
+                                          exec ? "unmeasured: executed before measured (on-access timeout)"
+                                               : "unmeasured: opened before measured (on-access timeout)");
+                        pthread_mutex_lock(&o->lock);
+                        i = 0;
+                        continue;
+                }
+                i++;
+        }
+        pthread_mutex_unlock(&o->lock);
+        return 0;
+}
+
+void onaccess_job_done(OnAccess *o, uint64_t waiter) {
+        if (!o || waiter == 0)
+                return;
+        pthread_mutex_lock(&o->lock);
+        ssize_t i = find(o, waiter);
+        if (i >= 0)
+                o->w[i].done = true;
+        pthread_mutex_unlock(&o->lock);
+}
+
+void onaccess_flushed(OnAccess *o) {
+        if (!o)
+                return;
+        pthread_mutex_lock(&o->lock);
+        for (size_t i = 0; i < o->n;) {
+                Waiter *w = &o->w[i];
+                if (w->state != W_HASHING || !w->done || w->timed_out) {
+                        i++; /* a timed-out one waits for oa_on_wake to list its violation */
+                        continue;
+                }
+                if (!w->answered)
+                        oa_respond(o, w->fd);
+                w->answered = true;
+                INC(o->measured);
+                drop(o, i);
+        }
+        pthread_mutex_unlock(&o->lock);
+}
+
+/* Exit (SIGTERM, or the loop ending for any reason): allow everything, stop
+ * the thread, close the group (the kernel allows whatever is still queued). */
+void oa_stop(OnAccess *o) {
+        if (o->fd < 0)
+                return;
+        o->source = sd_event_source_disable_unref(o->source);
+        pthread_mutex_lock(&o->lock);
+        o->stopping = true;
+        for (size_t i = 0; i < o->n; i++)
+                if (!o->w[i].answered) {
+                        oa_respond(o, o->w[i].fd);
+                        o->w[i].answered = true;
+                }
+        pthread_mutex_unlock(&o->lock);
+        if (o->thread_running) {
+                oa_wake(o->thread_efd);
+                pthread_join(o->thread, NULL);
+                o->thread_running = false;
+        }
+        while (o->n > 0)
+                drop(o, o->n - 1);
+        close(o->fd);
+        o->fd = -1;
+}
+
+unsigned onaccess_waiting(const OnAccess *o) {
+        if (!o)
+                return 0;
+        unsigned k = 0;
+        pthread_mutex_lock((pthread_mutex_t *) &o->lock);
+        for (size_t i = 0; i < o->n; i++)
+                k += !o->w[i].answered;
+        pthread_mutex_unlock((pthread_mutex_t *) &o->lock);
+        return k;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Shared by onaccess.c (the fanotify group: marks, reading, answering at
+ * once) and onaccess-held.c (uses held for a measurement: the waiters, the
+ * timer thread, handing over to the loop). */
+#pragma once
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "checker.h"
+#include "onaccess.h"
+
+#define MAX_FS 64
+#define MAX_WAITERS 4096
+#define STALL_USEC 100000ULL     /* the loop left events unread this long: the thread reads */
+#define INC(x) __atomic_fetch_add(&(x), 1, __ATOMIC_RELAXED)
+#define GET(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+typedef enum WaiterState {
+        W_NEW,       /* read by the thread; the loop has not looked yet */
+        W_BUSY,      /* the loop is looking (checker_use) */
+        W_HASHING,   /* its measurement is submitted */
+        W_NOTE,      /* a close-write read by the thread: no answer due */
+} WaiterState;
+
+typedef struct Waiter {
+        uint64_t id;
+        int fd;              /* the event's fd: the kernel's key for the answer */
+        WaiterState state;
+        bool exec;
+        int pid;             /* the user (uid= rules) */
+        bool answered;       /* the kernel has its answer */
+        bool timed_out;      /* answered by the thread at the deadline: a violation to list */
+        bool done;           /* measured and recorded: answered after the flush */
+        uint64_t deadline;
+        CheckerUse use;
+        char *path;
+} Waiter;
+
+struct OnAccess {
+        Manager *m;
+        IverOnAccess mode;
+        int fd;
+        uint64_t mask, timeout_usec;
+        sd_event_source *source, *wake_source, *exit_source;
+        uint32_t devs[MAX_FS];       /* packed as IverStat.dev */
+        unsigned n_devs;
+        pid_t self;
+
+        pthread_mutex_t lock; /* the waiters, stopping, overflowed */
+        Waiter *w;
+        size_t n, cap;
+        uint64_t next_id, drained;    /* relaxed atomics */
+        bool stopping, overflowed;
+        int loop_efd, thread_efd;
+        pthread_t thread;
+        bool thread_running;
+
+        /* counters (relaxed atomics: both threads count) */
+        uint64_t events, self_allowed, cached, measured, timeouts, unchecked, stalled_reads;
+};
+
+uint64_t oa_now_usec(void);
+void oa_wake(int efd);
+/* FAN_ALLOW for the event whose fd is fd. */
+void oa_respond(OnAccess *o, int fd);
+int oa_fd_path(int fd, char *buf, size_t n);
+/* Under the lock: a new waiter (deadline now + timeout), or NULL (full). */
+Waiter *oa_push(OnAccess *o, int fd, WaiterState state, bool exec);
+/* A writer closed fd (named path). */
+void oa_note_closed(OnAccess *o, int fd, const char *path);
+/* Read what the group has; on the thread, uses become W_NEW waiters. */
+void oa_read_events(OnAccess *o, bool on_thread);
+void *oa_thread_main(void *arg);
+int oa_on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+/* Allow everything held, stop the thread, close the group. */
+void oa_stop(OnAccess *o);
