@@ -42,18 +42,24 @@ void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d
 /* use: the check was made for an exec or open waiting on it (on-access). */
 static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
                            const IverFileAttr *attr, const uint8_t *sig, size_t sig_len, bool use) {
-        /* A provisional result (no read lease: open writers) is listed like any
-         * other, as kernel IMA lists what it measured while writers existed,
-         * and the file is looked at again until it measures stably. Its digest
-         * may be of no version the writer meant (a write in progress), so each
-         * listed one is followed by an open_writers violation entry, as kernel
-         * IMA records open_writers when it measures a file open for write: a
-         * verifier sees which digests were measured unstably. When a use
-         * waited for it, the cause says so. */
+        /* A provisional result (no read lease: open writers) may be of no
+         * version the writer meant (a write in progress). Kernel IMA measures a
+         * file at its use, not while it is written, and records open_writers
+         * when a use meets a writer: so a provisional digest is listed when a
+         * use waited for it, or when the file stayed open for write through
+         * every re-check (~5 s: a writer holding it, as in a hold-open swap);
+         * otherwise it is looked at again when the writer is done, and only
+         * the version it closed with is listed. A listed provisional digest is
+         * followed by an open_writers violation entry: a verifier sees which
+         * digests were measured while a writer held the file. */
         bool retry = o->result == IVER_CHECK_ERROR && recheck_retry(m->recheck, path, o->error);
-        if (o->result == IVER_CHECK_MEASURED && o->provisional)
-                (void) recheck_add(m->recheck, path);
-        else if (o->result != IVER_CHECK_UNSTABLE && !retry)
+        if (o->result == IVER_CHECK_MEASURED && o->provisional) {
+                if (!use && !recheck_take_final(m->recheck, path)) {
+                        (void) recheck_add(m->recheck, path);
+                        return; /* a write in progress: its end is measured */
+                }
+                (void) recheck_add(m->recheck, path); /* a new episode, until it measures stably */
+        } else if (o->result != IVER_CHECK_UNSTABLE && !retry)
                 recheck_remove(m->recheck, path);
         switch (o->result) {
         case IVER_CHECK_MEASURED:

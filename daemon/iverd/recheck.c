@@ -20,6 +20,7 @@ typedef struct Item {
         uint64_t due, delay;
         unsigned tries, max_tries;
         bool retry;             /* a transient failure, not a provisional result */
+        bool final;             /* its last try is queued: a provisional result now is listed */
 } Item;
 
 #define SPENT UINT64_MAX        /* a retry out of tries: stays (so its next failure is not retried) until the file is measured or gone */
@@ -70,9 +71,11 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         continue;
                 }
                 if (it->tries >= it->max_tries) {
-                        /* still held open for writing: its next event brings it back */
-                        free(it->path);
-                        *it = r->items[--r->n];
+                        /* held open for writing all along: this check's result is
+                         * listed even if provisional (recheck_take_final) */
+                        it->final = true;
+                        it->due = it->delay = SPENT;
+                        i++;
                         continue;
                 }
                 /* stays in the set until measured stably; next try later */
@@ -163,6 +166,16 @@ bool recheck_retry(Recheck *r, const char *path, int error) {
         default:
                 return false;
         }
+}
+
+bool recheck_take_final(Recheck *r, const char *path) {
+        ssize_t i = find(r, path);
+        if (i < 0 || !r->items[i].final)
+                return false;
+        free(r->items[i].path);
+        r->items[i] = r->items[--r->n];
+        arm(r);
+        return true;
 }
 
 void recheck_remove(Recheck *r, const char *path) {

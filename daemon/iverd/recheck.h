@@ -23,6 +23,9 @@ bool recheck_add(Recheck *r, const char *path);
  * (EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN; EIO once) the path is checked again
  * with backoff and true is returned. */
 bool recheck_retry(Recheck *r, const char *path, int error);
+/* Whether path's last re-check try came back (still provisional): then it
+ * leaves the set and its result is listed (true). */
+bool recheck_take_final(Recheck *r, const char *path);
 /* The file measured stably (or vanished): stop re-checking it. */
 void recheck_remove(Recheck *r, const char *path);
 size_t recheck_count(const Recheck *r);
