@@ -269,7 +269,7 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, IverImaLog **
         return 0;
 }
 
-int iver_imalog_file_append_many(IverImaFile *f, const IverImaEntry *const *e, size_t n) {
+static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool sync) {
         _cleanup_free_ uint8_t *bin = NULL;
         _cleanup_free_ char *text = NULL;
         size_t size = 0, off = 0, text_len = 0;
@@ -306,7 +306,7 @@ int iver_imalog_file_append_many(IverImaFile *f, const IverImaEntry *const *e, s
         if (fstat(f->ascii_fd, &ast) < 0)
                 return negative_errno();
         r = write_all(f->bin_fd, bin, size);
-        if (r >= 0 && fdatasync(f->bin_fd) < 0)
+        if (r >= 0 && sync && fdatasync(f->bin_fd) < 0)
                 r = negative_errno();
         /* An entry is in the list only when both files hold it: a full
          * directory must not leave the ASCII list short of entries the binary
@@ -321,6 +321,18 @@ int iver_imalog_file_append_many(IverImaFile *f, const IverImaEntry *const *e, s
         }
         f->size += size;
         return 0;
+}
+
+int iver_imalog_file_append_many(IverImaFile *f, const IverImaEntry *const *e, size_t n) {
+        return append(f, e, n, true);
+}
+
+int iver_imalog_file_write_many(IverImaFile *f, const IverImaEntry *const *e, size_t n) {
+        return append(f, e, n, false);
+}
+
+int iver_imalog_file_fd(const IverImaFile *f) {
+        return f ? f->bin_fd : -EINVAL;
 }
 
 int iver_imalog_file_append(IverImaFile *f, const IverImaEntry *e) {

@@ -28,7 +28,9 @@ struct Evidence {
         bool list_failing, broken;
         uint64_t list_failures, duplicates, commits, rate_limited;
         int last_list_error;
-        sd_event_source *commit, *relist, *tpm_io, *churn_timer;
+        sd_event_source *commit, *relist, *tpm_io, *churn_timer, *sync_io;
+        struct ListSync *sync;          /* fdatasync off the loop (list-sync.h) */
+        size_t syncs;
         IverImaEntry **staged;          /* GROUP_MAX, written with one fdatasync */
         size_t n_staged;
         Churn *churn;

@@ -95,6 +95,7 @@ void evidence_status(const Evidence *e, json_object *o) {
                                json_object_new_uint64(!e->tpm ? 0 : iver_imalog_size(e->log) - st.extended));
         json_object_object_add(o, "staged_entries", json_object_new_uint64(e->n_staged));
         json_object_object_add(o, "list_commits", json_object_new_uint64(e->commits));
+        json_object_object_add(o, "list_syncs", json_object_new_uint64(e->syncs));
         json_object_object_add(o, "desynced", json_object_new_boolean(st.desynced));
         json_object_object_add(o, "list_failing", json_object_new_boolean(e->list_failing));
         json_object_object_add(o, "list_failures", json_object_new_uint64(e->list_failures));

@@ -5,10 +5,11 @@
  * evidence.c / evidence-tpm.c → tpm-thread.c → tpm-ops.c → lib/tpm.c; the
  * thread answers through an eventfd (evidence-tpm.c).
  *
- * Group commit: entries are staged and written with one write and one
- * fdatasync when 1,000 are staged or 10 ms after the first, and only then
- * handed to the TPM thread: no PCR ever holds an entry the list on disk
- * lacks. When the list cannot be written the evidence is marked broken: the
+ * Group commit: entries are staged and written with one write when 1,000 are
+ * staged or 10 ms after the first; the sync thread (list-sync.c) makes them
+ * durable with one fdatasync for all groups written meanwhile, and only then
+ * hands them to the TPM thread: no PCR ever holds an entry the list on disk
+ * lacks, and a slow disk never stalls the loop. When the list cannot be written the evidence is marked broken: the
  * TPM thread extends all-0xFF (no list entry) into every PCR the list uses, so
  * no quote verifies again until the operator restarts with a fresh list. */
 #include <errno.h>
@@ -19,6 +20,7 @@
 
 #include "churn.h"
 #include "evidence-internal.h"
+#include "list-sync.h"
 #include "iver/imalog.h"
 #include "log.h"
 #include "macro.h"
@@ -74,6 +76,7 @@ static int on_churn_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 static int commit(Evidence *e);
+static int on_sync(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
 int evidence_commit(Evidence *e) {
         return commit(e);
@@ -133,8 +136,7 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
         e->tpm_none = !conf->tpm_tcti || strcmp(conf->tpm_tcti, "none") == 0;
         if (e->tpm_none) {
                 log_notice("No TPM configured: measurements go to the list only");
-                *ret = e;
-                return 0;
+                goto sync;
         }
         /* lib/tpm.c sets this on connect; set it here, before any thread reads the environment */
         (void) setenv("TSS2_LOG", "all+none", 0);
@@ -149,6 +151,14 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
                 log_error_errno(r, "Cannot set up the TPM thread: %m");
                 goto fail;
         }
+sync:
+        r = list_sync_new(iver_imalog_file_fd(e->file), e->tpm, &e->sync);
+        if (r >= 0)
+                r = sd_event_add_io(m->event, &e->sync_io, list_sync_fd(e->sync), EPOLLIN, on_sync, e);
+        if (r < 0) {
+                log_error_errno(r, "Cannot start the measurement list's sync thread: %m");
+                goto fail;
+        }
         *ret = e;
         return 0;
 fail:
@@ -160,6 +170,11 @@ Evidence *evidence_free(Evidence *e) {
         if (!e)
                 return NULL;
         (void) commit(e);
+        /* what was written becomes durable and goes to the TPM thread first */
+        sd_event_source_disable_unref(e->sync_io);
+        bool stuck = (e->sync = list_sync_free(e->sync)) != NULL;
+        if (stuck)
+                log_warning("The list's sync thread is stuck in fdatasync: leaving it behind");
         while (e->quotes)
                 evidence_answer_quote(e, e->quotes, NULL, "iverd is stopping");
         sd_event_source_disable_unref(e->tpm_io);
@@ -172,7 +187,7 @@ Evidence *evidence_free(Evidence *e) {
         sd_event_source_disable_unref(e->relist);
         sd_event_source_disable_unref(e->churn_timer);
         iver_imalog_file_free(e->file);
-        if (!e->tpm)
+        if (!e->tpm && !stuck)
                 iver_imalog_free(e->log);
         for (size_t i = 0; i < e->n_staged; i++)
                 iver_imalog_entry_free(e->staged[i]);
@@ -183,7 +198,7 @@ Evidence *evidence_free(Evidence *e) {
 }
 
 bool evidence_pending(const Evidence *e) {
-        if (e->n_staged > 0 || churn_pending(e->churn))
+        if (e->n_staged > 0 || churn_pending(e->churn) || (e->sync && list_sync_pending(e->sync) > 0))
                 return true;
         if (!e->tpm)
                 return false;
@@ -206,12 +221,31 @@ static void evidence_break(Evidence *e, int error) {
                 tpm_thread_poison(e->tpm);
 }
 
+/* The sync thread made groups durable (and handed them to the TPM thread),
+ * or an fdatasync failed: then nothing written from there on reaches the PCR,
+ * and the evidence is broken. */
+static int on_sync(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Evidence *e = userdata;
+        size_t syncs;
+        int error;
+
+        list_sync_ack(e->sync);
+        list_sync_stats(e->sync, &syncs, &error);
+        e->syncs = syncs;
+        if (error < 0 && !e->broken)
+                evidence_break(e, error);
+        manager_maybe_settled(e->m);
+        return 0;
+}
+
 static int commit(Evidence *e) {
         if (!e || e->n_staged == 0)
                 return 0;
         (void) sd_event_source_set_enabled(e->commit, SD_EVENT_OFF);
-        /* write-ahead: on disk (one fdatasync for the group) before any can reach the PCR */
-        int r = iver_imalog_file_append_many(e->file, (const IverImaEntry *const *) e->staged, e->n_staged);
+        /* write-ahead: written here, made durable by the sync thread (one
+         * fdatasync for every group written meanwhile) before any can reach
+         * the PCR */
+        int r = iver_imalog_file_write_many(e->file, (const IverImaEntry *const *) e->staged, e->n_staged);
         if (r < 0) {
                 e->list_failures += e->n_staged;
                 e->last_list_error = r;
@@ -246,9 +280,8 @@ static int commit(Evidence *e) {
                 } else
                         pushed++;
         e->n_staged = 0;
-        if (e->tpm && pushed > 0 &&
-            tpm_thread_push(e->tpm, iver_imalog_entries(e->log) + first, pushed) < 0)
-                log_error("Out of memory queueing extends; restart iverd to resync");
+        if (pushed > 0 && list_sync_submit(e->sync, iver_imalog_entries(e->log) + first, pushed) < 0)
+                log_error("Out of memory queueing the list's sync; restart iverd to resync");
         manager_maybe_settled(e->m);
         return 0;
 }

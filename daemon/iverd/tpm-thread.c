@@ -14,9 +14,10 @@
  * every one of those calls loop-safe at once; a TPM that hangs for minutes
  * hangs this thread only.
  *
- * Shape: the loop appends durable entries (after their fdatasync) and quote
- * requests under a mutex; the thread takes work in this order: (re)connect
- * and resync, quotes (so a quote never waits behind thousands of extends),
+ * Shape: the list's sync thread (list-sync.c) appends entries once their
+ * fdatasync is done, the loop appends quote requests, both under a mutex;
+ * the thread takes work in this order: (re)connect and resync, quotes (so a
+ * quote never waits behind thousands of extends),
  * the broken-evidence value, extends in list order, the 1 s PCR health check.
  * The mutex is never held across a TPM call, so the loop's reads of the state
  * (status, settle) never wait for the TPM. The thread writes an eventfd when

@@ -8,8 +8,9 @@
 #include "iver/tpm.h"
 
 /* The TPM worker: one thread that owns the IverTpm and makes every TPM call
- * (connect, resync, extends, PCR health checks, AK, quotes). The event loop
- * hands it durable list entries and quote requests and reads its state; the
+ * (connect, resync, extends, PCR health checks, AK, quotes). The list's sync
+ * thread hands it durable list entries, the event loop quote requests, and
+ * the loop reads its state; the
  * thread never calls back: it writes an eventfd (tpm_thread_fd) when the loop
  * should look (extends caught up, a quote done, connected or lost). See the
  * comment at the top of tpm-thread.c for why a thread. */

@@ -244,6 +244,11 @@ static inline void iver_imalog_file_freep(IverImaFile **f) {
 int iver_imalog_file_append(IverImaFile *f, const IverImaEntry *e);
 /* The same for n entries with one write and one fdatasync (a burst). */
 int iver_imalog_file_append_many(IverImaFile *f, const IverImaEntry *const *e, size_t n);
+/* The same without the fdatasync: the caller makes the binary list durable
+ * (fdatasync of iver_imalog_file_fd(), from any thread) before extending. */
+int iver_imalog_file_write_many(IverImaFile *f, const IverImaEntry *const *e, size_t n);
+/* The binary list's fd (O_RDWR|O_APPEND; the file owns it). */
+int iver_imalog_file_fd(const IverImaFile *f);
 /* -errno of the last ASCII twin write failure (which failed its append), 0 if none. */
 int iver_imalog_file_ascii_error(const IverImaFile *f);
 /* Bytes in the binary file. */

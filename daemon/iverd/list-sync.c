@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The measurement list's fdatasync thread (list-sync.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "list-sync.h"
+
+struct ListSync {
+        pthread_t thread;
+        bool started;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        int fd, efd;
+        TpmThread *tpm;
+        /* under lock */
+        const IverImaEntry **todo;
+        size_t n_todo, cap;
+        size_t in_flight;       /* taken by the thread, not yet durable */
+        size_t syncs;
+        int error;
+        bool stop;
+};
+
+static void notify(ListSync *ls) {
+        uint64_t one = 1;
+        (void) !write(ls->efd, &one, sizeof(one));
+}
+
+static void *run(void *userdata) {
+        ListSync *ls = userdata;
+        const IverImaEntry **batch = NULL;
+        size_t batch_cap = 0;
+
+        pthread_mutex_lock(&ls->lock);
+        for (;;) {
+                while (ls->n_todo == 0 && !ls->stop)
+                        pthread_cond_wait(&ls->cond, &ls->lock);
+                if (ls->n_todo == 0)
+                        break;  /* stopping, everything synced */
+                /* take every group written so far: one fdatasync for all */
+                size_t n = ls->n_todo;
+                if (n > batch_cap) {
+                        const IverImaEntry **b = realloc(batch, n * sizeof(*b));
+                        if (!b) {
+                                pthread_mutex_unlock(&ls->lock);
+                                usleep(10000);
+                                pthread_mutex_lock(&ls->lock);
+                                continue;
+                        }
+                        batch = b;
+                        batch_cap = n;
+                }
+                memcpy(batch, ls->todo, n * sizeof(*batch));
+                ls->n_todo = 0;
+                ls->in_flight = n;
+                bool failed = ls->error != 0;
+                pthread_mutex_unlock(&ls->lock);
+
+                int r = 0;
+                if (!failed && fdatasync(ls->fd) < 0)
+                        r = -errno;
+                /* durable: now the PCR may hold them (never after a failure) */
+                if (!failed && r == 0 && ls->tpm)
+                        (void) tpm_thread_push(ls->tpm, batch, n);
+
+                pthread_mutex_lock(&ls->lock);
+                ls->in_flight = 0;
+                if (!failed) {
+                        ls->syncs++;
+                        if (r < 0)
+                                ls->error = r;
+                }
+                notify(ls);
+        }
+        pthread_mutex_unlock(&ls->lock);
+        free(batch);
+        return NULL;
+}
+
+int list_sync_new(int fd, TpmThread *tpm, ListSync **ret) {
+        ListSync *ls = calloc(1, sizeof(*ls));
+        int r;
+
+        if (!ls)
+                return -ENOMEM;
+        ls->fd = ls->efd = -EBADF;
+        ls->tpm = tpm;
+        pthread_mutex_init(&ls->lock, NULL);
+        pthread_cond_init(&ls->cond, NULL);
+        ls->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        ls->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (ls->fd < 0 || ls->efd < 0) {
+                r = -errno;
+                goto fail;
+        }
+        r = -pthread_create(&ls->thread, NULL, run, ls);
+        if (r < 0)
+                goto fail;
+        ls->started = true;
+        *ret = ls;
+        return 0;
+fail:
+        list_sync_free(ls);
+        return r;
+}
+
+ListSync *list_sync_free(ListSync *ls) {
+        if (!ls)
+                return NULL;
+        if (ls->started) {
+                pthread_mutex_lock(&ls->lock);
+                ls->stop = true;
+                pthread_cond_signal(&ls->cond);
+                pthread_mutex_unlock(&ls->lock);
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_sec += 5;
+                if (pthread_timedjoin_np(ls->thread, NULL, &ts) != 0) {
+                        pthread_detach(ls->thread);
+                        return ls;      /* stuck in fdatasync on a hung disk */
+                }
+        }
+        if (ls->fd >= 0)
+                close(ls->fd);
+        if (ls->efd >= 0)
+                close(ls->efd);
+        free(ls->todo);
+        pthread_cond_destroy(&ls->cond);
+        pthread_mutex_destroy(&ls->lock);
+        free(ls);
+        return NULL;
+}
+
+int list_sync_submit(ListSync *ls, const IverImaEntry *const *ents, size_t n) {
+        pthread_mutex_lock(&ls->lock);
+        if (ls->n_todo + n > ls->cap) {
+                size_t cap = ls->cap ? ls->cap : 1024;
+                while (cap < ls->n_todo + n)
+                        cap *= 2;
+                const IverImaEntry **a = realloc(ls->todo, cap * sizeof(*a));
+                if (!a) {
+                        pthread_mutex_unlock(&ls->lock);
+                        return -ENOMEM;
+                }
+                ls->todo = a;
+                ls->cap = cap;
+        }
+        memcpy(ls->todo + ls->n_todo, ents, n * sizeof(*ents));
+        ls->n_todo += n;
+        pthread_cond_signal(&ls->cond);
+        pthread_mutex_unlock(&ls->lock);
+        return 0;
+}
+
+size_t list_sync_pending(ListSync *ls) {
+        pthread_mutex_lock(&ls->lock);
+        size_t n = ls->n_todo + ls->in_flight;
+        pthread_mutex_unlock(&ls->lock);
+        return n;
+}
+
+void list_sync_stats(ListSync *ls, size_t *ret_syncs, int *ret_error) {
+        pthread_mutex_lock(&ls->lock);
+        *ret_syncs = ls->syncs;
+        *ret_error = ls->error;
+        pthread_mutex_unlock(&ls->lock);
+}
+
+int list_sync_fd(const ListSync *ls) {
+        return ls->efd;
+}
+
+void list_sync_ack(ListSync *ls) {
+        uint64_t v;
+        (void) !read(ls->efd, &v, sizeof(v));
+}
