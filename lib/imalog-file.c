@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "iver/imalog.h"
+#include "fileio.h"
 #include "macro.h"
 
 struct IverImaFile {
@@ -55,21 +56,6 @@ static int read_all(int fd, uint8_t **ret, size_t *ret_size) {
         return 0;
 }
 
-static int write_all(int fd, const void *buf, size_t n) {
-        const uint8_t *p = buf;
-        while (n > 0) {
-                ssize_t k = write(fd, p, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                p += k;
-                n -= k;
-        }
-        return 0;
-}
-
 static int encode_binary(const IverImaEntry *e, uint8_t **ret, size_t *ret_size) {
         size_t n = iver_imalog_entry_binary_size(e);
         _cleanup_free_ uint8_t *buf = malloc(n);
@@ -97,7 +83,7 @@ static int write_list(int fd, const IverImaLog *l, IverImaFormat format) {
                         r = encode_binary(e, (uint8_t **) &buf, &n);
                 if (r < 0)
                         return r;
-                r = write_all(fd, buf, n);
+                r = iver_write_full(fd, buf, n);
                 if (r < 0)
                         return r;
         }
@@ -305,13 +291,13 @@ static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool s
         }
         if (fstat(f->ascii_fd, &ast) < 0)
                 return negative_errno();
-        r = write_all(f->bin_fd, bin, size);
+        r = iver_write_full(f->bin_fd, bin, size);
         if (r >= 0 && sync && fdatasync(f->bin_fd) < 0)
                 r = negative_errno();
         /* An entry is in the list only when both files hold it: a full
          * directory must not leave the ASCII list short of entries the binary
          * list (and then the PCR) has, for good. */
-        if (r >= 0 && (r = write_all(f->ascii_fd, text, text_len)) < 0)
+        if (r >= 0 && (r = iver_write_full(f->ascii_fd, text, text_len)) < 0)
                 f->ascii_error = r;
         if (r < 0) {
                 /* Leave no partial record behind: cut back to the last good one. */

@@ -5,33 +5,7 @@
 #include <string.h>
 
 #include "iver/imalog.h"
-
-/* Length of the valid (strict: no overlong form, no surrogate, ≤ U+10FFFF)
- * multi-byte UTF-8 sequence at s and its code point, or 0. */
-static size_t utf8_multibyte(const uint8_t *s, size_t left, uint32_t *ret_cp) {
-        size_t n;
-        uint32_t cp;
-
-        if (s[0] >= 0xc2 && s[0] <= 0xdf)
-                n = 2, cp = s[0] & 0x1f;
-        else if (s[0] >= 0xe0 && s[0] <= 0xef)
-                n = 3, cp = s[0] & 0x0f;
-        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-                n = 4, cp = s[0] & 0x07;
-        else
-                return 0;
-        if (n > left)
-                return 0;
-        for (size_t i = 1; i < n; i++) {
-                if ((s[i] & 0xc0) != 0x80)
-                        return 0;
-                cp = (cp << 6) | (s[i] & 0x3f);
-        }
-        if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-                return 0;
-        *ret_cp = cp;
-        return n;
-}
+#include "utf8.h"
 
 /* Code points beyond ASCII that a reader may split a line on, strip, or that
  * change how a terminal shows the line: C1 controls (U+0085 is a line break
@@ -53,7 +27,7 @@ static size_t safe_char(const uint8_t *s, size_t left, size_t *ret_bad) {
         *ret_bad = 1;
         if (s[0] < 0x80)
                 return s[0] > 0x20 && s[0] != 0x7f;
-        n = utf8_multibyte(s, left, &cp);
+        n = iver_utf8_seq(s, left, &cp);
         if (n == 0)
                 return 0;
         if (cp_unsafe(cp)) {

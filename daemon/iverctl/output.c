@@ -5,30 +5,7 @@
 #include <unistd.h>
 
 #include "output.h"
-
-/* Length of the valid UTF-8 sequence at s (≥2 bytes), or 0. */
-static size_t utf8_seq(const uint8_t *s, size_t left) {
-        size_t n;
-        uint32_t cp;
-        if (s[0] >= 0xc2 && s[0] <= 0xdf)
-                n = 2, cp = s[0] & 0x1f;
-        else if (s[0] >= 0xe0 && s[0] <= 0xef)
-                n = 3, cp = s[0] & 0x0f;
-        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-                n = 4, cp = s[0] & 0x07;
-        else
-                return 0;
-        if (n > left)
-                return 0;
-        for (size_t i = 1; i < n; i++) {
-                if ((s[i] & 0xc0) != 0x80)
-                        return 0;
-                cp = (cp << 6) | (s[i] & 0x3f);
-        }
-        if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-                return 0;
-        return n;
-}
+#include "utf8.h"
 
 bool utf8_valid(const char *str, size_t len) {
         const uint8_t *s = (const uint8_t *) str;
@@ -37,7 +14,7 @@ bool utf8_valid(const char *str, size_t len) {
                         i++;
                         continue;
                 }
-                size_t n = utf8_seq(s + i, len - i);
+                size_t n = iver_utf8_seq(s + i, len - i, NULL);
                 if (n == 0)
                         return false;
                 i += n;
@@ -61,7 +38,7 @@ void json_string(FILE *f, const char *str, size_t len) {
                         fprintf(f, "\\u%04x", c), i++;
                 else if (c < 0x80)
                         fputc(c, f), i++;
-                else if ((n = utf8_seq(s + i, len - i)) > 0)
+                else if ((n = iver_utf8_seq(s + i, len - i, NULL)) > 0)
                         fwrite(s + i, 1, n, f), i += n;
                 else
                         /* not UTF-8: a byte has no JSON spelling; use the private-use
@@ -88,7 +65,7 @@ static size_t put_safe(FILE *f, const uint8_t *s, size_t left, bool escape_backs
                 fprintf(f, "\\x%02x", *s);
         else if (*s < 0x80)
                 fputc(*s, f);
-        else if ((n = utf8_seq(s, left)) > 0 && !(n == 2 && s[0] == 0xc2 && s[1] < 0xa0)) {
+        else if ((n = iver_utf8_seq(s, left, NULL)) > 0 && !(n == 2 && s[0] == 0xc2 && s[1] < 0xa0)) {
                 fwrite(s, 1, n, f);
                 return n;
         } else if (n == 2) {    /* a C1 control, U+0080..U+009F */
