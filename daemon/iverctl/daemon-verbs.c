@@ -47,7 +47,7 @@ int verb_status(int argc, char *argv[]) {
                                 for (size_t i = 0; i < json_object_array_length(v); i++) {
                                         fputs("  ", stdout);
                                         print_text(stdout, json_object_to_json_string_ext(json_object_array_get_idx(v, i),
-                                                                                          JSON_C_TO_STRING_SPACED));
+                                                                                          JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
                                         putchar('\n');
                                 }
                         } else {
