@@ -118,8 +118,7 @@ static json_object *verb_stats(Manager *m, Conn *c, json_object *req) {
         if (top < 0 || top > 64)
                 return (json_object_put(o), reply_error("top must be 0..64"));
         IverLedgerTop rows[64];
-        /* iver_ledger_top() reads best[n - 1] when n is 0 (lib/ledger.c): ask only for n ≥ 1 */
-        unsigned n = top > 0 ? iver_ledger_top(iver_context_ledger(m->ctx), rows, (unsigned) top) : 0;
+        unsigned n = iver_ledger_top(iver_context_ledger(m->ctx), rows, (unsigned) top);
         json_object *a = json_object_new_array();
         for (unsigned i = 0; i < n; i++) {
                 json_object *r = json_object_new_object();
@@ -339,8 +338,7 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                 ADD(o, "attestation", fstrack_explain(m->fstrack, r >= 0 ? &st : NULL, e.id.dev, e.id.ino));
         }
         json_object *entries = json_object_new_array();
-        if (m->evidence)
-                evidence_entries_for(m->evidence, path, entries);
+        evidence_entries_for(m->evidence, path, entries);
         ADD(o, "list_entries", entries);
         return o;
 }
