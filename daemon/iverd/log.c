@@ -232,7 +232,8 @@ static void audit(const char *op, const char *path, const char *extra, bool ok) 
         char *enc = audit_encode_nv_string("path", path, 0);
         snprintf(msg, sizeof(msg), "op=%s %s %s", op, enc ? enc : "path=?", extra ? extra : "");
         free(enc);
-        if (audit_log_user_message(audit_fd, AUDIT_TRUSTED_APP, msg, NULL, NULL, NULL, ok ? 1 : 0) <= 0 &&
+        /* tty "?": a daemon has none, and NULL makes libaudit probe fds 0-2 (3 ioctls a record) */
+        if (audit_log_user_message(audit_fd, AUDIT_TRUSTED_APP, msg, NULL, NULL, "?", ok ? 1 : 0) <= 0 &&
             !audit_warned) {
                 audit_warned = true;
                 log_warning("Failed to write audit record: %m (further failures not reported)");
@@ -246,7 +247,7 @@ void log_audit(const char *op, const char *detail, bool ok) {
         char *enc = audit_encode_nv_string("detail", detail, 0);
         snprintf(msg, sizeof(msg), "op=%s %s", op, enc ? enc : "detail=?"); /* libaudit appends res= */
         free(enc);
-        (void) audit_log_user_message(audit_fd, AUDIT_TRUSTED_APP, msg, NULL, NULL, NULL, ok ? 1 : 0);
+        (void) audit_log_user_message(audit_fd, AUDIT_TRUSTED_APP, msg, NULL, NULL, "?", ok ? 1 : 0);
 }
 
 void log_measurement(const char *path, const IverCheckOutcome *o, bool audit_it) {
