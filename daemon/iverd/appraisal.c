@@ -20,7 +20,7 @@ static int verdict(Job *j) {
         }
         if (j->m.ima_xattr_r < 0)
                 return j->m.ima_xattr_r;
-        return iver_appraise_xattr(j->keyring, j->m.ima_xattr, j->m.ima_xattr_size, &j->m.digest, &j->appraisal);
+        return iver_appraise_xattr(j->gen->keyring, j->m.ima_xattr, j->m.ima_xattr_size, &j->m.digest, &j->appraisal);
 }
 
 /* A signature over another algorithm re-measures with that one (as the
@@ -51,7 +51,7 @@ static int appraise(Job *j) {
 }
 
 void appraisal_run(Job *j) {
-        if (j->keyring) /* no digest: nothing to appraise against */
+        if (j->appraise) /* no digest: nothing to appraise against */
                 j->appraise_r = has_digest(&j->m) ? appraise(j) : -ESTALE;
         if (has_digest(&j->m) && iver_appraise_xattr_is_signature(j->m.ima_xattr, j->m.ima_xattr_size)) {
                 j->sig = TAKE_PTR(j->m.ima_xattr);

@@ -39,9 +39,17 @@ void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d
         }
 }
 
-/* use: the check was made for an exec or open waiting on it (on-access). */
+/* Whether an audit rule of g matches (journal and audit records say so). */
+static bool audited(const Generation *g, const char *path, const IverFileAttr *attr) {
+        IverPolicyDecision ad;
+        return iver_policy_match(g->policy, IVER_CLASS_AUDIT, path, strlen(path), attr, &ad) > 0;
+}
+
+/* use: the check was made for an exec or open waiting on it (on-access).
+ * d, attr and audit (< 0: not decided yet, then under the generation in
+ * force) are the decisions the check was made under. */
 static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                           const IverFileAttr *attr, const uint8_t *sig, size_t sig_len, bool use) {
+                           const IverFileAttr *attr, int audit, const uint8_t *sig, size_t sig_len, bool use) {
         /* A provisional result (no read lease: open writers) may be of no
          * version the writer meant (a write in progress). Kernel IMA measures a
          * file at its use, not while it is written, and records open_writers
@@ -66,8 +74,7 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                 if (!d || d->action != IVER_ACTION_MEASURE)
                         break; /* appraised only */
                 m->measurements++;
-                IverPolicyDecision ad;
-                log_measurement(path, o, iver_policy_match(m->policy, IVER_CLASS_AUDIT, path, strlen(path), attr, &ad) > 0);
+                log_measurement(path, o, audit >= 0 ? audit > 0 : audited(m->gen, path, attr));
                 if (evidence_record(m->evidence, path, o, d, sig, sig_len) > 0 && o->provisional)
                         checker_violation(m, path, d, o->digest.algo,
                                           use ? "open_writers: used while open for write"
@@ -92,7 +99,8 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         }
 }
 
-bool checker_decide(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid, IverFileAttr *attr,
+bool checker_decide(Manager *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
+                    IverFileAttr *attr,
                     IverPolicyDecision *d, bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo,
                     unsigned *ret_flags) {
         IverCookieTable *t = iver_context_cookies(m->ctx);
@@ -107,17 +115,29 @@ bool checker_decide(Manager *m, const char *path, const IverStat *st, uint32_t s
         if (iver_fs_is_pseudo(attr->fs_magic, NULL))
                 return false;
         IverPolicyDecision a;
-        bool measure = iver_policy_match(m->policy, IVER_CLASS_MEASURE, path, strlen(path), attr, d) >= 0 &&
+        bool measure = iver_policy_match(g->policy, IVER_CLASS_MEASURE, path, strlen(path), attr, d) >= 0 &&
                        d->matched && d->action == IVER_ACTION_MEASURE;
-        bool appraise = iver_policy_match(m->policy, IVER_CLASS_APPRAISE, path, strlen(path), attr, &a) >= 0 &&
+        bool appraise = iver_policy_match(g->policy, IVER_CLASS_APPRAISE, path, strlen(path), attr, &a) >= 0 &&
                         a.matched && a.action == IVER_ACTION_APPRAISE;
         /* an appraise rule's hash= names the algorithm its signatures use */
-        *ret_algo = appraise && a.hash >= 0 ? a.hash : measure && d->hash >= 0 ? d->hash : m->conf.hash;
+        *ret_algo = appraise && a.hash >= 0 ? a.hash : measure && d->hash >= 0 ? d->hash : g->hash;
         /* a signature appraised or listed (ima-sig): a new one must be seen */
         *ret_flags = appraise || (measure && d->template_ == IVER_IMA_TEMPLATE_SIG) ? IVER_CHECK_SIGNATURE_BOUND : 0;
         *ret_measure = measure;
         *ret_appraise = appraise;
         return measure || appraise;
+}
+
+/* A job carries what was decided at dispatch and the generation it was
+ * decided under, to its finish: a reload meanwhile changes neither. */
+static void job_decided(Manager *m, Job *j, const IverFileAttr *attr, const IverPolicyDecision *d, bool appraise) {
+        j->gen = generation_ref(m->gen);
+        j->attr = *attr;
+        j->measure = d;
+        if (d)
+                j->d = *d;
+        j->appraise = appraise;
+        j->audit = d && audited(m->gen, j->path, attr);
 }
 
 /* After the statx: policy, cache lookup, and (if may_submit) the hand-off
@@ -137,7 +157,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         bool measure, appraise;
         IverHashAlgo algo;
         unsigned flags;
-        if (!checker_decide(m, path, st, IVER_UID_UNKNOWN, &attr, &d, &measure, &appraise, &algo, &flags)) {
+        if (!checker_decide(m, m->gen, path, st, IVER_UID_UNKNOWN, &attr, &d, &measure, &appraise, &algo, &flags)) {
                 iver_check_forget(m->ctx, path); /* the policy may have changed */
                 return true;
         }
@@ -146,7 +166,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         if (r <= 0) {
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx); /* seen by this scan */
-                handle_outcome(m, path, &o, measure ? &d : NULL, &attr, NULL, 0, false);
+                handle_outcome(m, path, &o, measure ? &d : NULL, &attr, -1, NULL, 0, false);
                 return true;
         }
         if (S_ISLNK(st->mode)) { /* a readlink and a hash of its target: done here */
@@ -156,7 +176,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
                 (void) iver_check_finish(m->ctx, path, &p, r, &lm, &o);
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-                handle_outcome(m, path, &o, measure ? &d : NULL, &attr, NULL, 0, false);
+                handle_outcome(m, path, &o, measure ? &d : NULL, &attr, -1, NULL, 0, false);
                 return true;
         }
         if (!may_submit)
@@ -167,11 +187,11 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
                 return true;
         }
         j->path = path;
+        job_decided(m, j, &attr, measure ? &d : NULL, appraise);
         j->pending = p;
         j->opt = iver_check_measure_options(m->ctx, &p);
         /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
         j->opt.read_ima_xattr = flags & IVER_CHECK_SIGNATURE_BOUND;
-        j->keyring = appraise ? m->keyring : NULL;
         workers_submit(m->workers, j);
         return false;
 }
@@ -203,9 +223,9 @@ bool checker_dir_measured(Manager *m, const char *dir) {
         IverFileAttr attr = { .fs_magic = statfs(dir, &sf) == 0 ? (uint64_t) sf.f_type : 0, .owner = 0,
                               .subject_uid = IVER_UID_UNKNOWN, .mode = S_IFREG | 0755, .size = 1 };
         IverPolicyDecision d;
-        return (iver_policy_match(m->policy, IVER_CLASS_MEASURE, probe, strlen(probe), &attr, &d) >= 0 && d.matched &&
+        return (iver_policy_match(m->gen->policy, IVER_CLASS_MEASURE, probe, strlen(probe), &attr, &d) >= 0 && d.matched &&
                 d.action == IVER_ACTION_MEASURE) ||
-               (iver_policy_match(m->policy, IVER_CLASS_APPRAISE, probe, strlen(probe), &attr, &d) >= 0 && d.matched &&
+               (iver_policy_match(m->gen->policy, IVER_CLASS_APPRAISE, probe, strlen(probe), &attr, &d) >= 0 && d.matched &&
                 d.action == IVER_ACTION_APPRAISE);
 }
 
@@ -260,7 +280,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
                 return -EAGAIN; /* the caller looks up the name and asks again */
         uint32_t subject = process_uid(pid);
         if (!S_ISREG(st.mode) ||
-            !checker_decide(m, path, &st, subject, &attr, &u->d, &u->measure, &appraise, &u->algo, &flags))
+            !checker_decide(m, m->gen, path, &st, subject, &attr, &u->d, &u->measure, &appraise, &u->algo, &flags))
                 return 0;
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
         if (open_for_write(fd)) {
@@ -281,7 +301,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         }
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, u->algo, flags, &p, &o);
         if (r <= 0) {
-                handle_outcome(m, path, &o, d, &attr, NULL, 0, false);
+                handle_outcome(m, path, &o, d, &attr, -1, NULL, 0, false);
                 (void) evidence_commit(m->evidence); /* the use goes on: what it runs is on disk */
                 return 0;
         }
@@ -297,15 +317,14 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
                 return -ENOMEM;
         }
         j->path = copy;
+        job_decided(m, j, &attr, d, appraise);
         j->by_fd = true;
         j->fd = dup; /* the very file being used, whatever the path names by now */
         j->waiter = waiter;
-        j->subject_uid = subject;
         j->pending = p;
         j->opt = iver_check_measure_options(m->ctx, &p);
         /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
         j->opt.read_ima_xattr = flags & IVER_CHECK_SIGNATURE_BOUND;
-        j->keyring = appraise ? m->keyring : NULL;
         use_jobs++;
         workers_submit_first(m->workers, j);
         return 1;
@@ -359,7 +378,7 @@ int checker_dispatch(sd_event_source *s, void *userdata) {
 /* The appraisal verdict of a finished job: counted; anything but valid is
  * a violation (journal, audit, flag on the entry for list --violations). */
 static void handle_appraisal(Manager *m, const Job *j, const IverCheckOutcome *o) {
-        if (!j->keyring || o->result != IVER_CHECK_MEASURED || o->provisional)
+        if (!j->appraise || o->result != IVER_CHECK_MEASURED || o->provisional)
                 return;
         if (j->appraise_r == -ESTALE) {
                 recheck_add(m->recheck, j->path); /* changed under us: look again */
@@ -386,6 +405,31 @@ static void handle_appraisal(Manager *m, const Job *j, const IverCheckOutcome *o
         log_violation(j->path, what);
 }
 
+/* The decisions were made on the attributes of the dispatch's statx. When
+ * the version hashed has other ones (owner, mode, size, filesystem: it
+ * changed in between), they are made again for it, under the job's own
+ * generation. Rare: one compare otherwise. */
+static void job_hashed_version(Manager *m, Job *j, const IverCheckOutcome *o) {
+        if (o->result != IVER_CHECK_MEASURED)
+                return;
+        const IverStat *st = &j->m.st;
+        if (st->uid == j->attr.owner && st->mode == j->attr.mode && st->size == j->attr.size &&
+            st->dev == j->pending.st.dev)
+                return;
+        IverFileAttr attr = j->attr;
+        attr.owner = st->uid;
+        attr.mode = st->mode;
+        attr.size = st->size;
+        attr.fs_magic = iver_cookie_table_fs_magic(iver_context_cookies(m->ctx), st->dev);
+        IverPolicyDecision d;
+        j->attr = attr;
+        j->measure = iver_policy_match(j->gen->policy, IVER_CLASS_MEASURE, j->path, strlen(j->path), &attr, &d) >= 0 &&
+                     d.matched && d.action == IVER_ACTION_MEASURE;
+        if (j->measure)
+                j->d = d;
+        j->audit = j->measure && audited(j->gen, j->path, &attr);
+}
+
 int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
         bool uses = false;
@@ -393,24 +437,19 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                 next = j->next;
                 IverCheckOutcome o;
                 (void) iver_check_finish(m->ctx, j->path, &j->pending, j->r, &j->m, &o);
-                /* the decision is re-made: the policy may have been reloaded meanwhile */
-                IverPolicyDecision d = { .pcr = IVER_POLICY_PCR_UNSET, .hash = _IVER_HASH_INVALID,
-                                         .template_ = _IVER_IMA_TEMPLATE_INVALID };
-                IverFileAttr attr = { .owner = j->m.st.uid, .subject_uid = j->by_fd ? j->subject_uid : IVER_UID_UNKNOWN,
-                                      .mode = j->m.st.mode,
-                                      .size = j->m.st.size,
-                                      .fs_magic = iver_cookie_table_fs_magic(iver_context_cookies(m->ctx), j->m.st.dev) };
-                bool measure = iver_policy_match(m->policy, IVER_CLASS_MEASURE, j->path, strlen(j->path), &attr, &d) >= 0 &&
-                               d.matched && d.action == IVER_ACTION_MEASURE;
+                /* judged under the generation it was dispatched under (a reload
+                 * meanwhile applies from the next check on) */
+                job_hashed_version(m, j, &o);
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-                handle_outcome(m, j->path, &o, measure ? &d : NULL, &attr, j->sig, j->sig_len, j->by_fd);
+                handle_outcome(m, j->path, &o, j->measure ? &j->d : NULL, &j->attr, j->audit, j->sig, j->sig_len,
+                               j->by_fd);
                 handle_appraisal(m, j, &o);
                 if (j->by_fd) {
                         uses = true;
                         /* a use waits: what it runs changed throughout hashing */
-                        if (o.result == IVER_CHECK_UNSTABLE && measure && m->evidence)
-                                (void) evidence_record_violation(m->evidence, j->path, &d, j->pending.algo);
+                        if (o.result == IVER_CHECK_UNSTABLE && j->measure && m->evidence)
+                                (void) evidence_record_violation(m->evidence, j->path, &j->d, j->pending.algo);
                         onaccess_job_done(m->onaccess, j->waiter);
                         close(j->fd);
                         free((char *) j->path);

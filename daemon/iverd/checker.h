@@ -6,19 +6,21 @@
 
 #include "iver/check.h"
 #include "iver/policy.h"
+#include "generation.h"
 
 typedef struct Manager Manager;
 
 /* Defer source: take queued paths while workers have room; hits and files
  * the policy does not measure finish here, misses go to the pool. */
 int checker_dispatch(sd_event_source *s, void *userdata);
-/* The policy's say on one file (the one place it is decided, for checks and
- * explain), for a use by subject_uid (IVER_UID_UNKNOWN: no use): its attributes (attr), the measure decision (d, when measure),
+/* The policy's say on one file under generation g (the one place it is
+ * decided, for checks and explain), for a use by subject_uid (IVER_UID_UNKNOWN: no use): its attributes (attr), the measure decision (d, when measure),
  * whether it is appraised, the hash algorithm and the check flags
  * (IVER_CHECK_SIGNATURE_BOUND). False: neither measured nor appraised, or a
  * pseudo filesystem's file (proc, sysfs…: never hashed, whatever the policy
  * says; lib/pseudofs.h). */
-bool checker_decide(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid, IverFileAttr *attr,
+bool checker_decide(Manager *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
+                    IverFileAttr *attr,
                     IverPolicyDecision *d, bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo,
                     unsigned *ret_flags);
 /* The walker's fast path for a file a scan found (name in the open directory

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +35,8 @@
 
 bool manager_dir_wanted(const Manager *m, const char *dir) {
         size_t len = strlen(dir);
-        return iver_policy_may_match_below(m->policy, IVER_CLASS_MEASURE, dir, len) ||
-               iver_policy_may_match_below(m->policy, IVER_CLASS_APPRAISE, dir, len);
+        return iver_policy_may_match_below(m->gen->policy, IVER_CLASS_MEASURE, dir, len) ||
+               iver_policy_may_match_below(m->gen->policy, IVER_CLASS_APPRAISE, dir, len);
 }
 
 /* The cache follows inodes: after a directory is moved its files would hit
@@ -268,25 +269,32 @@ int manager_reload(Manager *m, char **ret_error) {
                 return r;
         }
         /* settings that need a restart (socket, directories, TPM) keep their
-         * running values; the rest switch now */
-        m->conf.hash = conf.hash;
-        m->conf.rescan_interval_usec = conf.rescan_interval_usec;
-        if (queue_inflight(m->queue) == 0 && checker_use_jobs() == 0) {
-                /* jobs in flight point at the keyring: swap it only when none are */
-                IverKeyring *kr = settings_load_keyring(&conf);
-                if (kr) {
-                        iver_keyring_free(m->keyring);
-                        m->keyring = kr;
-                }
-        } else
-                log_notice("Appraisal keys not reloaded while files are being hashed; reload again to pick them up");
+         * running values; the rest switch now. Jobs in flight keep the
+         * generation they were dispatched under; the rescan re-checks under
+         * the new one. */
+        IverKeyring *kr = settings_load_keyring(&conf);
+        Generation *g = NULL;
+        r = kr ? generation_new(m->gen->number + 1, p, kr, conf.hash, source, &g) : -ENOMEM;
+        if (r >= 0)
+                m->conf.rescan_interval_usec = conf.rescan_interval_usec;
         iver_conf_done(&conf);
-        iver_policy_free(m->policy);
-        m->policy = p;
-        free(m->policy_source);
-        m->policy_source = source;
+        if (r < 0) {
+                if (!kr) {
+                        iver_policy_free(p);
+                        free(source);
+                }
+                log_reload(false, strerror(-r));
+                if (ret_error)
+                        *ret_error = strdup(strerror(-r));
+                sd_notify(0, "READY=1");
+                return r;
+        }
+        generation_unref(m->gen);
+        m->gen = g;
         fstrack_policy_changed(m->fstrack);
-        log_reload(true, m->policy_source ?: "");
+        char detail[4200];
+        snprintf(detail, sizeof(detail), "%s (generation %" PRIu64 ")", m->gen->source ?: "", m->gen->number);
+        log_reload(true, detail);
         (void) manager_rescan(m);
         sd_notify(0, "READY=1");
         return 0;
@@ -329,15 +337,22 @@ int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
                 log_error("Failed to load configuration: %s", err ?: strerror(-r));
                 goto fail;
         }
-        r = settings_load_policy(o, &m->policy, &m->policy_source, &err);
+        IverPolicy *policy = NULL;
+        char *source = NULL;
+        r = settings_load_policy(o, &policy, &source, &err);
         if (r < 0) {
                 log_error("Failed to load policy: %s", err ?: strerror(-r));
                 goto fail;
         }
         ex = IVERD_EXIT_FAILURE;
-        m->keyring = settings_load_keyring(&m->conf);
-        if (!m->keyring) {
-                r = log_error_errno(-ENOMEM, "Cannot set up the appraisal keys: %m");
+        IverKeyring *kr = settings_load_keyring(&m->conf);
+        r = kr ? generation_new(1, policy, kr, m->conf.hash, source, &m->gen) : -ENOMEM;
+        if (r < 0) {
+                if (!kr) {
+                        iver_policy_free(policy);
+                        free(source);
+                }
+                log_error_errno(r, "Cannot set up the appraisal keys: %m");
                 goto fail;
         }
         const char *group = getenv("IVERD_STATS_GROUP");
@@ -462,9 +477,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->snapshot_timer);
         queue_free(m->queue);
         iver_context_free(m->ctx);
-        iver_policy_free(m->policy);
-        free(m->policy_source);
-        iver_keyring_free(m->keyring);
+        generation_unref(m->gen);
         iver_conf_done(&m->conf);
         sd_event_unref(m->event);
         free(m);
@@ -492,7 +505,7 @@ int manager_start(Manager *m) {
         /* ready: the control socket is up and the initial scan is queued */
         send_status(m);
         sd_notify(0, "READY=1");
-        log_info("Started: policy %s, socket %s, %u workers", m->policy_source, control_path(m->control),
+        log_info("Started: policy %s, socket %s, %u workers", m->gen->source, control_path(m->control),
                  workers_count(m->workers));
         return 0;
 }

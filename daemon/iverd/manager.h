@@ -10,6 +10,7 @@
 #include "iver/conf.h"
 #include "iver/policy.h"
 #include "exit-status.h"
+#include "generation.h"
 #include "queue.h"
 #include "workers.h"
 
@@ -40,9 +41,9 @@ typedef struct Overrides {
 typedef struct Manager {
         sd_event *event;
         Overrides overrides;
-        IverConf conf;
-        IverPolicy *policy;
-        char *policy_source;            /* what was loaded, for status */
+        IverConf conf;                  /* conf.hash: as at start; the one in force is gen->hash */
+        Generation *gen;                /* policy, appraisal keys, hash algorithm in force (never NULL
+                                         * once manager_new() returned); jobs in flight hold theirs */
         IverContext *ctx;
         Queue *queue;
         Workers *workers;
@@ -68,7 +69,6 @@ typedef struct Manager {
         bool scan_active;
         uint64_t scan_start_usec, scan_end_usec, scan_base_seen, scan_base_dirs, scan_base_measurements, scan_base_bytes,
                 scan_base_errors, scan_base_violations;
-        IverKeyring *keyring;           /* appraisal keys */
         uint64_t appraisals[_IVER_APPRAISAL_MAX];
         uint64_t gid_stats;             /* group allowed to read (UINT64_MAX: none) */
         bool ready_sent;

@@ -83,7 +83,8 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "scan_eta_sec", sp.eta >= 0 ? U64((uint64_t) (sp.eta + 0.5)) : NULL);
         ADD(o, "journal_dropped", U64(log_dropped()));
         ADD(o, "log_suppressed", U64(log_suppressed()));
-        ADD(o, "policy", json_object_new_string(m->policy_source ?: ""));
+        ADD(o, "policy", json_object_new_string(m->gen->source ?: ""));
+        ADD(o, "policy_generation", U64(m->gen->number));
         ADD(o, "socket", json_object_new_string(control_path(m->control)));
         unsigned conns;
         uint64_t refused;
@@ -266,7 +267,7 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                 IverFileAttr attr = { .fs_magic = iver_cookie_table_fs_magic(t, st.dev), .owner = st.uid,
                                       .subject_uid = IVER_UID_UNKNOWN, .mode = st.mode, .size = st.size };
                 json_object *pol = json_object_new_object();
-                if (iver_policy_match(m->policy, IVER_CLASS_MEASURE, path, strlen(path), &attr, &dec) >= 0) {
+                if (iver_policy_match(m->gen->policy, IVER_CLASS_MEASURE, path, strlen(path), &attr, &dec) >= 0) {
                         ADD(pol, "action", json_object_new_string(iver_policy_action_to_string(dec.action)));
                         ADD(pol, "matched", json_object_new_boolean(dec.matched));
                         if (dec.matched) {
@@ -274,7 +275,7 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                                 snprintf(where, sizeof(where), "%s:%u", dec.file, dec.line);
                                 ADD(pol, "rule", json_object_new_string(where));
                                 char *text = NULL;
-                                if (iver_policy_rule_format(m->policy, dec.rule, &text) >= 0)
+                                if (iver_policy_rule_format(m->gen->policy, dec.rule, &text) >= 0)
                                         ADD(pol, "text", json_object_new_string(text));
                                 free(text);
                         }
@@ -320,9 +321,9 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                         IverFileAttr fa;
                         IverPolicyDecision md;
                         bool measure, appraise;
-                        IverHashAlgo algo = m->conf.hash;
+                        IverHashAlgo algo = m->gen->hash;
                         unsigned cflags = 0;
-                        (void) checker_decide(m, path, &st, IVER_UID_UNKNOWN, &fa, &md, &measure, &appraise, &algo, &cflags);
+                        (void) checker_decide(m, m->gen, path, &st, IVER_UID_UNKNOWN, &fa, &md, &measure, &appraise, &algo, &cflags);
                         IverCheckReason why;
                         uint32_t cmp;
                         bool same_id;

@@ -297,6 +297,7 @@ void job_free(Job *j) {
         if (!j)
                 return;
         free(j->sig);
+        generation_unref(j->gen);
         free(j);
 }
 

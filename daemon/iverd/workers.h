@@ -2,6 +2,8 @@
 #pragma once
 #include "iver/appraise.h"
 #include "iver/check.h"
+#include "iver/policy.h"
+#include "generation.h"
 
 /* The hashing worker pool. Jobs carry everything a worker needs; workers
  * touch no shared state but the two job lists, and wake the event loop
@@ -13,8 +15,15 @@ typedef struct Job {
         IverMeasureOptions opt;
         int r;                     /* iver_measure()'s return */
         IverMeasurement m;
+        /* the policy's say, made once at dispatch under gen (a reference,
+         * dropped by job_free on the loop thread; workers read gen->keyring) */
+        Generation *gen;
+        IverFileAttr attr;         /* the attributes decided on */
+        IverPolicyDecision d;      /* the measure decision, when measure */
+        bool measure;
+        bool appraise;             /* appraise this file against gen->keyring (on the worker) */
+        bool audit;                /* an audit rule matched */
         /* appraisal (appraise rules): filled on the worker */
-        const IverKeyring *keyring; /* non-NULL: appraise this file */
         int appraise_r;            /* 0, or -errno when no verdict could be made */
         IverAppraisal appraisal;
         uint8_t *sig;              /* security.ima when it is a signature (for ima-sig entries) */
@@ -25,10 +34,9 @@ typedef struct Job {
         bool by_fd;
         int fd;
         uint64_t waiter;           /* the permission event waiting for this job (0: none) */
-        uint32_t subject_uid;      /* the user's uid (uid= rules), when by_fd */
 } Job;
 
-void job_free(Job *j);
+void job_free(Job *j); /* loop thread: drops the generation */
 
 typedef struct Workers Workers;
 
