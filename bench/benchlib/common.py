@@ -23,7 +23,7 @@ def die(msg, rc=1):
 
 
 def on_signal(signum, frame):
-    # unwinds through every try/finally, so that the cleanup below runs
+    # unwinds through every try/finally, so that bench/run's cleanup (kill_all, Mounts.cleanup) runs
     raise SystemExit(128 + signum)
 
 
