@@ -125,7 +125,8 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
                 log_warning("Measurement list ended in a torn record (%zu bytes, from a crash): cut back to the last complete entry",
                             truncated);
         if ((r = sd_event_add_time_relative(m->event, &e->relist, CLOCK_MONOTONIC, RELIST_USEC, 0, on_relist, e)) < 0 ||
-            (r = sd_event_add_time_relative(m->event, &e->commit, CLOCK_MONOTONIC, GROUP_USEC, 0, on_commit, e)) < 0 ||
+            /* accuracy 1 ms: sd-event's default (0) lets a timer slip by up to 250 ms */
+            (r = sd_event_add_time_relative(m->event, &e->commit, CLOCK_MONOTONIC, GROUP_USEC, 1000, on_commit, e)) < 0 ||
             (r = sd_event_add_time_relative(m->event, &e->churn_timer, CLOCK_MONOTONIC, CHURN_TICK_USEC, 0,
                                             on_churn_tick, e)) < 0) {
                 log_error_errno(r, "Cannot set up the measurement list timers: %m");

@@ -92,7 +92,8 @@ int recheck_new(Manager *m, Recheck **ret) {
         if (!r)
                 return -ENOMEM;
         r->m = m;
-        int k = sd_event_add_time(m->event, &r->timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_timer, r);
+        /* accuracy 1 ms: the backoff starts at 20 ms, sd-event's default slack is 250 ms */
+        int k = sd_event_add_time(m->event, &r->timer, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_timer, r);
         if (k < 0) {
                 free(r);
                 return k;
