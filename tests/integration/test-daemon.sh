@@ -63,6 +63,7 @@ restore_qmax() {
 }
 test_cleanup() {
         local rc=$? pid
+        set +e # cleanup goes on whatever fails
         restore_qmax
         # A daemon left stopped (SIGSTOP) would never act on the SIGTERM.
         for pid in "${DAEMONS[@]}"; do

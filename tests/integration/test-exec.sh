@@ -47,6 +47,7 @@ stop_pid() { local p=$1; [ -n "$p" ] || return 0; kill -CONT "$p" 2>/dev/null ||
         for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$p" 2>/dev/null || true; }
 test_cleanup() {
         local rc=$?
+        set +e # cleanup goes on whatever fails; (exit "$rc") below must not end it under set -e
         [ -n "${KEEP_LOG:-}" ] && cp "$W/iverd.log" "$KEEP_LOG" 2>/dev/null; stop_pid "$IVERD_PID"; stop_pid "$SWTPM_PID"
         (exit "$rc")
         iver_mounts_cleanup

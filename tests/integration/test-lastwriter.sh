@@ -51,6 +51,7 @@ FQ_SAVED=$(cat "$FQ")
 D_PID=
 test_cleanup() {
         local rc=$?
+        set +e # cleanup goes on whatever fails; (exit "$rc") below must not end it under set -e
         [[ $(cat "$FQ") == "$FQ_SAVED" ]] || echo "$FQ_SAVED" >"$FQ"
         [[ -n $D_PID ]] && kill -CONT "$D_PID" 2>/dev/null
         (exit "$rc")
