@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -303,9 +304,18 @@ int fstrack_drain(FsTrack *t, unsigned rounds) {
                         r = errno == EAGAIN ? 0 : -errno;
                         break;
                 }
-                const struct fanotify_event_metadata *md = (const void *) buf;
-                for (; FAN_EVENT_OK(md, n); md = FAN_EVENT_NEXT(md, n)) {
-                        if (md->vers != FANOTIFY_METADATA_VERSION)
+                /* with FID records event_len is a multiple of 4, not of 8: each
+                 * event is copied to an aligned buffer before it is read */
+                for (size_t off = 0; off + FAN_EVENT_METADATA_LEN <= (size_t) n;) {
+                        uint32_t len;
+                        memcpy(&len, buf + off + offsetof(struct fanotify_event_metadata, event_len), sizeof(len));
+                        if (len < FAN_EVENT_METADATA_LEN || len > (size_t) n - off)
+                                break;
+                        char ev[4096] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+                        const struct fanotify_event_metadata *md = (const void *) ev;
+                        memcpy(ev, buf + off, len < sizeof(ev) ? len : sizeof(ev));
+                        off += len;
+                        if (len > sizeof(ev) || md->vers != FANOTIFY_METADATA_VERSION)
                                 continue;
                         t->events++;
                         if (md->fd >= 0)

@@ -76,7 +76,7 @@ static int snapshot_entries(TpmThread *t, const IverImaEntry ***ret, size_t *ret
         pthread_mutex_lock(&t->lock);
         size_t n = t->n_ents;
         const IverImaEntry **copy = malloc((n ? n : 1) * sizeof(*copy));
-        if (copy)
+        if (copy && n > 0)
                 memcpy(copy, t->ents, n * sizeof(*copy));
         *ret_mask = t->pcr_mask;
         pthread_mutex_unlock(&t->lock);

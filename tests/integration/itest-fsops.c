@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/fanotify.h>
 #include <sys/ioctl.h>
@@ -714,9 +715,18 @@ static void fan_drain(void) {
         char buf[16384] __attribute__((aligned(8)));
         ssize_t n;
         while (fan_fd >= 0 && (n = read(fan_fd, buf, sizeof buf)) > 0) {
-                const struct fanotify_event_metadata *md = (const void *) buf;
-                for (; FAN_EVENT_OK(md, n); md = FAN_EVENT_NEXT(md, n)) {
-                        if (!(md->mask & (FAN_MODIFY | FAN_CLOSE_WRITE)))
+                /* FID records make event_len a multiple of 4, not 8: read each
+                 * event from an aligned copy */
+                for (size_t off = 0; off + FAN_EVENT_METADATA_LEN <= (size_t) n;) {
+                        uint32_t len;
+                        memcpy(&len, buf + off + offsetof(struct fanotify_event_metadata, event_len), sizeof(len));
+                        if (len < FAN_EVENT_METADATA_LEN || len > (size_t) n - off)
+                                break;
+                        char ev[4096] __attribute__((aligned(8)));
+                        const struct fanotify_event_metadata *md = (const void *) ev;
+                        memcpy(ev, buf + off, len < sizeof(ev) ? len : sizeof(ev));
+                        off += len;
+                        if (len > sizeof(ev) || !(md->mask & (FAN_MODIFY | FAN_CLOSE_WRITE)))
                                 continue;
                         const char *p = (const char *) md + md->metadata_len, *end = (const char *) md + md->event_len;
                         while (p < end) {
