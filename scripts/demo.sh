@@ -15,15 +15,23 @@ cmake --build "$BUILD" -j"$(nproc)" >/dev/null
 DEMO=/tmp/iverd-demo
 TREE=$DEMO/tree
 WORK=$(mktemp -d /tmp/iverd-demo-run.XXXXXX)
-SWTPM_PID= IVERD_PID=
+SWTPM_PID= IVERD_PID= DEMO_MOUNTED=
 cleanup() {
+  [ -n "$IVERD_PID" ] && kill -CONT "$IVERD_PID" 2>/dev/null; true
   [ -n "$IVERD_PID" ] && kill "$IVERD_PID" 2>/dev/null && wait "$IVERD_PID" 2>/dev/null || true
   [ -n "$SWTPM_PID" ] && kill "$SWTPM_PID" 2>/dev/null && wait "$SWTPM_PID" 2>/dev/null || true
+  [ -n "$DEMO_MOUNTED" ] && umount "$DEMO" 2>/dev/null; true
   rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
 
-rm -rf "$DEMO"; mkdir -p "$TREE/etc" "$TREE/bin" "$TREE/lib"
+mountpoint -q "$DEMO" && umount "$DEMO"
+rm -rf "$DEMO"; mkdir -p "$DEMO"
+# The demo tree on its own tmpfs: on-access exec checking (the default) holds
+# every exec on the filesystems of measured trees until iverd answers, and the
+# demo stops iverd (SIGSTOP) while cp, dd and touch run from the root filesystem.
+mount -t tmpfs -o size=64m iverd-demo "$DEMO"; DEMO_MOUNTED=1
+mkdir -p "$TREE/etc" "$TREE/bin" "$TREE/lib"
 for i in $(seq 1 40); do printf 'key%d=value%d\n' "$i" "$i" > "$TREE/etc/conf$i.conf"; done
 for i in 1 2 3; do head -c $((2 * 1024 * 1024)) /dev/urandom > "$TREE/bin/tool$i"; chmod 755 "$TREE/bin/tool$i"; done
 head -c $((8 * 1024 * 1024)) /dev/urandom > "$TREE/lib/libdemo.so.1"
