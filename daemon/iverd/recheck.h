@@ -13,8 +13,9 @@ typedef struct Recheck Recheck;
  * precedes put_file_access() in __fput()), and on xfs ->release() takes a
  * while (it trims speculative preallocation), so the check that the close
  * triggers often still cannot take the read lease, and no further event
- * comes. A file that stays open for writing is given up on after the last
- * try and waits for its next event. */
+ * comes. The result of a file's last try (~5 s after the first) is marked
+ * final (recheck_take_final): a file still open for writing then has its
+ * provisional digest listed, and a new episode of tries begins. */
 int recheck_new(Manager *m, Recheck **ret);
 Recheck *recheck_free(Recheck *r);
 /* True when path was not being re-checked: a new episode of instability. */
