@@ -12,169 +12,73 @@
 
 #include "iver/imalog.h"
 #include "fileio.h"
+#include "imalog-index.h"
 #include "macro.h"
+
+#define TEXT_CHUNK (256U * 1024U)
 
 struct IverImaFile {
         int dir_fd;
         int bin_fd;
         int ascii_fd;
         uint64_t size;
+        size_t count;
+        uint32_t pcrs;
         int ascii_error;
+        ImaIndex index;
 };
 
-static int read_all(int fd, uint8_t **ret, size_t *ret_size) {
-        _cleanup_free_ uint8_t *buf = NULL;
-        size_t size = 0, cap = 0;
-        struct stat st;
-
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        cap = (size_t) st.st_size + 1;
-        buf = malloc(cap);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                if (size == cap) {
-                        uint8_t *n = realloc(buf, cap * 2);
-                        if (!n)
-                                return -ENOMEM;
-                        buf = n;
-                        cap *= 2;
-                }
-                ssize_t k = pread(fd, buf + size, cap - size, size);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                size += k;
-        }
-        *ret = TAKE_PTR(buf);
-        *ret_size = size;
-        return 0;
-}
-
-static int encode_binary(const IverImaEntry *e, uint8_t **ret, size_t *ret_size) {
-        size_t n = iver_imalog_entry_binary_size(e);
-        _cleanup_free_ uint8_t *buf = malloc(n);
-        if (!buf)
-                return -ENOMEM;
-        int r = iver_imalog_entry_to_binary(e, buf, n);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(buf);
-        *ret_size = n;
-        return 0;
-}
-
-/* Write all of l to fd in format. */
-static int write_list(int fd, const IverImaLog *l, IverImaFormat format) {
-        for (size_t i = 0; i < iver_imalog_size(l); i++) {
-                const IverImaEntry *e = iver_imalog_get(l, i);
-                _cleanup_free_ void *buf = NULL;
-                size_t n;
-                int r;
-
-                if (format == IVER_IMA_FORMAT_ASCII)
-                        r = iver_imalog_entry_to_ascii(e, (char **) &buf, &n);
-                else
-                        r = encode_binary(e, (uint8_t **) &buf, &n);
-                if (r < 0)
-                        return r;
-                r = iver_write_full(fd, buf, n);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-/* Write to dir_fd/name through a temporary and rename; returns an fd for
- * appending to the new file if ret_fd. */
-static int replace_file(int dir_fd, const char *name, const IverImaLog *l, IverImaFormat format, bool sync,
-                        mode_t mode, int *ret_fd) {
-        char tmp[256];
-        int r;
-
-        snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, (long) getpid());
-        /* a new file, never one someone left there (a symlink to follow) */
+/* A new temporary file in dir_fd for name, never one someone left there (a
+ * symlink to follow). */
+static int open_temp(int dir_fd, const char *name, mode_t mode, char tmp[static 256]) {
+        snprintf(tmp, 256, ".%s.%ld.tmp", name, (long) getpid());
         (void) unlinkat(dir_fd, tmp, 0);
-        _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, mode);
-        if (fd < 0)
-                return negative_errno();
-        r = write_list(fd, l, format);
+        int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, mode);
+        return fd < 0 ? negative_errno() : fd;
+}
+
+/* Put the temporary in place (r ≥ 0) or remove it. */
+static int finish_temp(int dir_fd, int fd, const char *tmp, const char *name, bool sync, int r) {
         if (r >= 0 && sync && fsync(fd) < 0)
                 r = negative_errno();
         if (r >= 0 && renameat(dir_fd, tmp, dir_fd, name) < 0)
                 r = negative_errno();
-        if (r < 0) {
+        if (r < 0)
                 (void) unlinkat(dir_fd, tmp, 0);
-                return r;
+        return r;
+}
+
+/* Whether the bytes of fd from off to size are a torn last record: all zero
+ * (the file grew but the data never landed), or one record whose lengths
+ * reach exactly to size (its data partly written). */
+static int tail_is_torn(int fd, uint64_t off, uint64_t size) {
+        uint8_t buf[4096];
+        bool zero = true;
+        size_t ext;
+
+        for (uint64_t at = off; at < size && zero;) {
+                ssize_t k = pread(fd, buf, (size_t) (size - at < sizeof(buf) ? size - at : sizeof(buf)), (off_t) at);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? negative_errno() : -EIO;
+                if (at == off && iver_imalog_entry_binary_extent(buf, (size_t) k, &ext) >= 0 && ext == size - off)
+                        return 1;
+                for (ssize_t i = 0; i < k && zero; i++)
+                        zero = buf[i] == 0;
+                at += (uint64_t) k;
         }
-        if (ret_fd)
-                *ret_fd = TAKE_FD(fd);
-        return 0;
+        return zero;
 }
 
-int iver_imalog_load(const char *path, IverImaLog **ret) {
-        _cleanup_(iver_imalog_freep) IverImaLog *l = NULL;
-        _cleanup_free_ uint8_t *buf = NULL;
-        size_t size, used = 0;
-        int r;
-
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        r = read_all(fd, &buf, &size);
-        if (r < 0)
-                return r;
-        r = iver_imalog_new(&l);
-        if (r < 0)
-                return r;
-        switch (iver_imalog_format_detect(buf, size)) {
-        case IVER_IMA_FORMAT_BINARY:
-                r = iver_imalog_parse_binary(l, buf, size, &used);
-                break;
-        case IVER_IMA_FORMAT_ASCII:
-                r = iver_imalog_parse_ascii(l, (const char *) buf, size, &used);
-                break;
-        default:
-                r = -EBADMSG;
-        }
-        if (r < 0)
-                return r;
-        if (used != size)
-                return -EBADMSG;        /* torn tail */
-        *ret = TAKE_PTR(l);
-        return 0;
-}
-
-int iver_imalog_save(const IverImaLog *l, const char *path, IverImaFormat format) {
-        _cleanup_free_ char *dir = strdup(path);
-        _cleanup_close_ int dir_fd = -EBADF;
-        char *slash;
-
-        if (!dir)
-                return -ENOMEM;
-        if (format < 0 || format >= _IVER_IMA_FORMAT_MAX)
-                return -EINVAL;
-        slash = strrchr(dir, '/');
-        if (slash == dir)
-                slash[1] = 0;
-        else if (slash)
-                *slash = 0;
-        dir_fd = open(slash ? dir : ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        if (dir_fd < 0)
-                return negative_errno();
-        return replace_file(dir_fd, slash ? strrchr(path, '/') + 1 : path, l, format, true, 0644, NULL);
-}
-
-static bool all_zero(const uint8_t *p, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                if (p[i])
-                        return false;
-        return true;
+/* Count and index one entry of the list, at offset. */
+static int note_entry(IverImaFile *f, const IverImaEntry *e, uint64_t offset) {
+        if (e->pcr < IVER_IMA_PCR_MAX)
+                f->pcrs |= 1u << e->pcr;
+        f->count++;
+        if (e->violation)
+                return 0;       /* never deduplicated */
+        return ima_index_add(&f->index, e->pcr, e->template_digest, offset, f->bin_fd);
 }
 
 IverImaFile *iver_imalog_file_free(IverImaFile *f) {
@@ -183,21 +87,89 @@ IverImaFile *iver_imalog_file_free(IverImaFile *f) {
         closep(&f->ascii_fd);
         closep(&f->bin_fd);
         closep(&f->dir_fd);
+        ima_index_done(&f->index);
         free(f);
         return NULL;
 }
 
-int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, IverImaLog **ret_log, size_t *ret_truncated) {
+/* Read the binary list record by record: index each, its ASCII line to
+ * ascii_fd. *ret_end: where the good records end; *ret_size: the file size. */
+static int read_back(IverImaFile *f, int ascii_fd, uint64_t *ret_end, uint64_t *ret_size) {
+        _cleanup_(iver_imalog_reader_freep) IverImaReader *rd = NULL;
+        _cleanup_free_ char *text = malloc(TEXT_CHUNK);
+        size_t text_len = 0;
+        struct stat st;
+        int r;
+
+        if (!text)
+                return -ENOMEM;
+        if (fstat(f->bin_fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        r = iver_imalog_reader_new(f->bin_fd, 0, &rd);
+        if (r < 0)
+                return r;
+        for (;;) {
+                _cleanup_(iver_imalog_entry_freep) IverImaEntry *e = NULL;
+                uint64_t at = iver_imalog_reader_offset(rd);
+                r = iver_imalog_reader_next(rd, (uint64_t) st.st_size, &e);
+                if (r == -ENODATA)
+                        break;          /* the last record ends past EOF: torn */
+                if (r == -EBADMSG) {
+                        int t = tail_is_torn(f->bin_fd, at, (uint64_t) st.st_size);
+                        if (t < 0)
+                                return t;
+                        if (t > 0)
+                                break;
+                }
+                if (r <= 0) {
+                        if (r < 0)
+                                return r;
+                        break;
+                }
+                r = note_entry(f, e, at);
+                if (r < 0)
+                        return r;
+                _cleanup_free_ char *line = NULL;
+                size_t ln;
+                r = iver_imalog_entry_to_ascii(e, &line, &ln);
+                if (r < 0)
+                        return r;
+                if (text_len + ln > TEXT_CHUNK) {
+                        r = iver_write_full(ascii_fd, text, text_len);
+                        if (r < 0)
+                                return r;
+                        text_len = 0;
+                }
+                if (ln > TEXT_CHUNK)
+                        r = iver_write_full(ascii_fd, line, ln);
+                else {
+                        memcpy(text + text_len, line, ln);
+                        text_len += ln;
+                }
+                if (r < 0)
+                        return r;
+        }
+        r = iver_write_full(ascii_fd, text, text_len);
+        if (r < 0)
+                return r;
+        *ret_end = iver_imalog_reader_offset(rd);
+        *ret_size = (uint64_t) st.st_size;
+        return 0;
+}
+
+int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, size_t *ret_truncated) {
         _cleanup_(iver_imalog_file_freep) IverImaFile *f = NULL;
-        _cleanup_(iver_imalog_freep) IverImaLog *l = NULL;
-        _cleanup_free_ uint8_t *buf = NULL;
-        size_t size, off = 0;
+        uint64_t end = 0, size = 0;
+        char tmp[256];
         int r;
 
         f = calloc(1, sizeof(*f));
         if (!f)
                 return -ENOMEM;
         f->dir_fd = f->bin_fd = f->ascii_fd = -EBADF;
+        (void) ima_index_init(&f->index);
         f->dir_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         if (f->dir_fd < 0)
                 return negative_errno();
@@ -206,51 +178,27 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, IverImaLog **
                            0640);
         if (f->bin_fd < 0)
                 return negative_errno();
-        struct stat st;
-        if (fstat(f->bin_fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
-        r = read_all(f->bin_fd, &buf, &size);
-        if (r < 0)
+        _cleanup_close_ int ascii_fd = open_temp(f->dir_fd, IVER_IMA_ASCII_FILE, 0640, tmp);
+        if (ascii_fd < 0)
+                return ascii_fd;
+        r = read_back(f, ascii_fd, &end, &size);
+        if (r < 0) {
+                (void) unlinkat(f->dir_fd, tmp, 0);
                 return r;
-        r = iver_imalog_new(&l);
-        if (r < 0)
-                return r;
-
-        while (off < size) {
-                _cleanup_(iver_imalog_entry_freep) IverImaEntry *e = NULL;
-                r = iver_imalog_entry_from_binary(buf + off, size - off, &e);
-                if (r == -ENODATA)
-                        break;  /* the last record ends past EOF: torn */
-                if (r == -EBADMSG && all_zero(buf + off, size - off))
-                        break;  /* file size grew but the data never landed */
-                size_t ext;
-                if (r == -EBADMSG && iver_imalog_entry_binary_extent(buf + off, size - off, &ext) >= 0 &&
-                    ext == size - off)
-                        break;  /* the last record, its data partly written */
-                if (r < 0)
-                        return r;
-                int k = iver_imalog_push(l, e);
-                if (k < 0)
-                        return k;
-                TAKE_PTR(e);
-                off += r;
         }
-        if (off < size) {
-                if (ftruncate(f->bin_fd, off) < 0 || fsync(f->bin_fd) < 0)
-                        return negative_errno();
+        /* what was listed before is durable before anything of it reaches a PCR */
+        if ((end < size && ftruncate(f->bin_fd, (off_t) end) < 0) || fsync(f->bin_fd) < 0) {
+                r = negative_errno();
+                (void) unlinkat(f->dir_fd, tmp, 0);
+                return r;
         }
-        f->size = off;
-
-        r = replace_file(f->dir_fd, IVER_IMA_ASCII_FILE, l, IVER_IMA_FORMAT_ASCII, false, 0640, &f->ascii_fd);
+        f->size = end;
+        r = finish_temp(f->dir_fd, ascii_fd, tmp, IVER_IMA_ASCII_FILE, false, 0);
         if (r < 0)
                 return r;
-
+        f->ascii_fd = TAKE_FD(ascii_fd);
         if (ret_truncated)
-                *ret_truncated = size - off;
-        if (ret_log)
-                *ret_log = TAKE_PTR(l);
+                *ret_truncated = (size_t) (size - end);
         *ret_file = TAKE_PTR(f);
         return 0;
 }
@@ -305,7 +253,13 @@ static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool s
                 (void) ftruncate(f->ascii_fd, ast.st_size);
                 return r;
         }
-        f->size += size;
+        /* in the list now: counted and indexed (an index that cannot grow
+         * only lets a later duplicate through, which the kernel's rule
+         * tolerates) */
+        for (size_t i = 0; i < n; i++) {
+                (void) note_entry(f, e[i], f->size);
+                f->size += iver_imalog_entry_binary_size(e[i]);
+        }
         return 0;
 }
 
@@ -333,4 +287,44 @@ int iver_imalog_file_ascii_error(const IverImaFile *f) {
 
 uint64_t iver_imalog_file_size(const IverImaFile *f) {
         return f ? f->size : 0;
+}
+
+size_t iver_imalog_file_count(const IverImaFile *f) {
+        return f ? f->count : 0;
+}
+
+uint32_t iver_imalog_file_pcrs(const IverImaFile *f) {
+        return f ? f->pcrs : 0;
+}
+
+int iver_imalog_file_contains(const IverImaFile *f, const IverImaEntry *e) {
+        if (!f || !e)
+                return -EINVAL;
+        if (e->violation)
+                return 0;
+        return ima_index_find(&f->index, e->pcr, e->template_digest, f->bin_fd);
+}
+
+size_t iver_imalog_file_memory(const IverImaFile *f) {
+        return f ? ima_index_bytes(&f->index) : 0;
+}
+
+int iver_imalog_file_read_all(const IverImaFile *f, uint8_t **ret, size_t *ret_size) {
+        if (!f || f->size > SIZE_MAX - 1)
+                return -EINVAL;
+        _cleanup_free_ uint8_t *buf = malloc((size_t) f->size + 1);
+        size_t got = 0;
+        if (!buf)
+                return -ENOMEM;
+        while (got < f->size) {
+                ssize_t k = pread(f->bin_fd, buf + got, (size_t) f->size - got, (off_t) got);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? negative_errno() : -EIO;
+                got += (size_t) k;
+        }
+        *ret = TAKE_PTR(buf);
+        *ret_size = got;
+        return 0;
 }

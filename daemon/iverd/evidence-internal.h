@@ -21,8 +21,7 @@ struct Evidence {
         Manager *m;
         unsigned pcr;
         bool tpm_none;
-        IverImaFile *file;
-        IverImaLog *log;
+        IverImaFile *file;             /* the list, on disk (with its dedup index) */
         TpmThread *tpm;
         TpmThreadState last;            /* what the loop saw last: log the changes */
         bool list_failing, broken;

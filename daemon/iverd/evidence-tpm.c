@@ -90,9 +90,11 @@ void evidence_status(const Evidence *e, json_object *o) {
                 json_object_object_add(o, "banks", banks);
         }
         json_object_object_add(o, "pcr", json_object_new_int((int) e->pcr));
-        json_object_object_add(o, "list_length", json_object_new_uint64(iver_imalog_size(e->log)));
-        json_object_object_add(o, "pending_extends",
-                               json_object_new_uint64(!e->tpm ? 0 : iver_imalog_size(e->log) - st.extended));
+        size_t n = iver_imalog_file_count(e->file);
+        json_object_object_add(o, "list_length", json_object_new_uint64(n));
+        json_object_object_add(o, "list_bytes", json_object_new_uint64(iver_imalog_file_size(e->file)));
+        json_object_object_add(o, "list_index_bytes", json_object_new_uint64(iver_imalog_file_memory(e->file)));
+        json_object_object_add(o, "pending_extends", json_object_new_uint64(!e->tpm || st.extended > n ? 0 : n - st.extended));
         json_object_object_add(o, "staged_entries", json_object_new_uint64(e->n_staged));
         json_object_object_add(o, "list_commits", json_object_new_uint64(e->commits));
         json_object_object_add(o, "list_syncs", json_object_new_uint64(e->syncs));
@@ -106,31 +108,8 @@ void evidence_status(const Evidence *e, json_object *o) {
         json_object_object_add(o, "rate_limited_files", json_object_new_uint64(churn_limited(e->churn, evidence_now_usec())));
 }
 
-const IverImaLog *evidence_list(const Evidence *e) {
-        return e ? e->log : NULL;
-}
-
 unsigned evidence_pcr(const Evidence *e) {
         return e->pcr;
-}
-
-void evidence_entries_for(const Evidence *e, const char *path, json_object *array) {
-        TpmThreadState st = {};
-        if (e->tpm)
-                tpm_thread_state(e->tpm, &st);
-        for (size_t i = 0; i < iver_imalog_size(e->log); i++) {
-                const IverImaEntry *ent = iver_imalog_get(e->log, i);
-                char *line = NULL;
-                size_t len;
-                if (!iver_imalog_entry_names(ent, path, strlen(path)) || iver_imalog_entry_to_ascii(ent, &line, &len) < 0)
-                        continue;
-                json_object *o = json_object_new_object();
-                json_object_object_add(o, "index", json_object_new_uint64(i));
-                json_object_object_add(o, "line", json_object_new_string_len(line, (int) (len && line[len - 1] == '\n' ? len - 1 : len)));
-                json_object_object_add(o, "extended", json_object_new_boolean(e->tpm && i < st.extended));
-                json_object_array_add(array, o);
-                free(line);
-        }
 }
 
 static int on_quote_timeout(sd_event_source *s, uint64_t usec, void *userdata) {

@@ -116,7 +116,7 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
         r = choose_pcr(conf->pcr, &e->pcr);
         if (r < 0)
                 goto fail;
-        r = iver_imalog_file_open(conf->runtime_directory, &e->file, &e->log, &truncated);
+        r = iver_imalog_file_open(conf->runtime_directory, &e->file, &truncated);
         if (r < 0) {
                 log_error_errno(r, "Cannot open the measurement list in %s: %m", conf->runtime_directory);
                 goto fail;
@@ -141,8 +141,8 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
         }
         /* lib/tpm.c sets this on connect; set it here, before any thread reads the environment */
         (void) setenv("TSS2_LOG", "all+none", 0);
-        r = tpm_thread_new(conf->tpm_tcti, conf->banks, e->pcr, iver_imalog_entries(e->log), iver_imalog_size(e->log),
-                           &e->tpm);
+        r = tpm_thread_new(conf->tpm_tcti, conf->banks, e->pcr, iver_imalog_file_fd(e->file), iver_imalog_file_count(e->file),
+                           iver_imalog_file_size(e->file), iver_imalog_file_pcrs(e->file), &e->tpm);
         if (r < 0) {
                 log_error_errno(r, "Cannot start the TPM thread for '%s': %m", conf->tpm_tcti);
                 goto fail;
@@ -179,17 +179,16 @@ Evidence *evidence_free(Evidence *e) {
         while (e->quotes)
                 evidence_answer_quote(e, e->quotes, NULL, "iverd is stopping");
         sd_event_source_disable_unref(e->tpm_io);
-        /* joins the thread, which reads the entries of e->log (if it is stuck
-         * in a hung TPM, the entries stay: the process is ending) */
-        e->tpm = tpm_thread_free(e->tpm);
+        /* joins the thread (one stuck in a hung TPM is left behind with its
+         * own fd of the list: the process is ending) */
+        if (!stuck)     /* a stuck sync thread may still hand the TPM thread work */
+                e->tpm = tpm_thread_free(e->tpm);
         if (e->tpm)
                 log_warning("The TPM thread is stuck in a TPM command: leaving it behind");
         sd_event_source_disable_unref(e->commit);
         sd_event_source_disable_unref(e->relist);
         sd_event_source_disable_unref(e->churn_timer);
         iver_imalog_file_free(e->file);
-        if (!e->tpm && !stuck)
-                iver_imalog_free(e->log);
         for (size_t i = 0; i < e->n_staged; i++)
                 iver_imalog_entry_free(e->staged[i]);
         free(e->staged);
@@ -272,17 +271,14 @@ static int commit(Evidence *e) {
                 e->list_failing = false;
                 (void) manager_rescan(e->m);
         }
-        size_t first = iver_imalog_size(e->log), pushed = 0;
-        for (size_t i = 0; i < e->n_staged; i++)
-                if (iver_imalog_push(e->log, e->staged[i]) < 0) {
-                        /* on disk but not in memory: the restart path reads it back */
-                        iver_imalog_entry_free(e->staged[i]);
-                        log_error("Out of memory holding the measurement list; restart iverd to resync");
-                } else
-                        pushed++;
+        /* the list lives on disk from here: the entries in memory go */
+        uint32_t pcrs = 0;
+        for (size_t i = 0; i < e->n_staged; i++) {
+                pcrs |= e->staged[i]->pcr < IVER_IMA_PCR_MAX ? 1u << e->staged[i]->pcr : 0;
+                iver_imalog_entry_free(e->staged[i]);
+        }
+        list_sync_submit(e->sync, e->n_staged, iver_imalog_file_size(e->file), pcrs);
         e->n_staged = 0;
-        if (pushed > 0 && list_sync_submit(e->sync, iver_imalog_entries(e->log) + first, pushed) < 0)
-                log_error("Out of memory queueing the list's sync; restart iverd to resync");
         manager_maybe_settled(e->m);
         return 0;
 }
@@ -326,7 +322,9 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
                                       &ent);
         if (r < 0)
                 return log_error_errno(r, "Cannot build a list entry for %s: %m", path);
-        if (iver_imalog_contains(e->log, ent) || staged_contains(e, ent)) {
+        /* a list that cannot be read back lists it again: a duplicate entry
+         * replays as well as any */
+        if (iver_imalog_file_contains(e->file, ent) > 0 || staged_contains(e, ent)) {
                 e->duplicates++;
                 iver_imalog_entry_free(ent);
                 return 0;

@@ -46,9 +46,14 @@ bool evidence_pending(const Evidence *e);
 /* status fields: tpm, pcr, banks, list_length, pending_extends,
  * evidence_broken… (never waits for the TPM) */
 void evidence_status(const Evidence *e, json_object *o);
-/* The list as written (for the log and quote verbs). */
-const IverImaLog *evidence_list(const Evidence *e);
 unsigned evidence_pcr(const Evidence *e);
+/* evidence-read.c: the list as written, read back from its file (the log,
+ * quote and explain verbs). The whole binary list in a new buffer: */
+int evidence_list_binary(const Evidence *e, uint8_t **ret, size_t *ret_len);
+/* Each entry in list order, with its index; f returning < 0 stops the walk
+ * (and is returned). */
+typedef int (*EvidenceEntryFunc)(size_t index, const IverImaEntry *entry, void *userdata);
+int evidence_list_foreach(const Evidence *e, EvidenceEntryFunc f, void *userdata);
 /* The list entries recorded for path (ASCII lines), appended to array. */
 void evidence_entries_for(const Evidence *e, const char *path, json_object *array);
 /* A quote over every PCR the list uses in the banks of bank_mask

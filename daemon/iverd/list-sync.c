@@ -19,9 +19,10 @@ struct ListSync {
         pthread_cond_t cond;
         int fd, efd;
         TpmThread *tpm;
-        /* under lock */
-        const IverImaEntry **todo;
-        size_t n_todo, cap;
+        /* under lock: written, not yet taken by the thread */
+        size_t n_todo;
+        uint64_t end;
+        uint32_t pcrs;
         size_t in_flight;       /* taken by the thread, not yet durable */
         size_t syncs;
         int error;
@@ -35,8 +36,6 @@ static void notify(ListSync *ls) {
 
 static void *run(void *userdata) {
         ListSync *ls = userdata;
-        const IverImaEntry **batch = NULL;
-        size_t batch_cap = 0;
 
         pthread_mutex_lock(&ls->lock);
         for (;;) {
@@ -46,19 +45,10 @@ static void *run(void *userdata) {
                         break;  /* stopping, everything synced */
                 /* take every group written so far: one fdatasync for all */
                 size_t n = ls->n_todo;
-                if (n > batch_cap) {
-                        const IverImaEntry **b = realloc(batch, n * sizeof(*b));
-                        if (!b) {
-                                pthread_mutex_unlock(&ls->lock);
-                                usleep(10000);
-                                pthread_mutex_lock(&ls->lock);
-                                continue;
-                        }
-                        batch = b;
-                        batch_cap = n;
-                }
-                memcpy(batch, ls->todo, n * sizeof(*batch));
+                uint64_t end = ls->end;
+                uint32_t pcrs = ls->pcrs;
                 ls->n_todo = 0;
+                ls->pcrs = 0;
                 ls->in_flight = n;
                 bool failed = ls->error != 0;
                 pthread_mutex_unlock(&ls->lock);
@@ -68,7 +58,7 @@ static void *run(void *userdata) {
                         r = -errno;
                 /* durable: now the PCR may hold them (never after a failure) */
                 if (!failed && r == 0 && ls->tpm)
-                        (void) tpm_thread_push(ls->tpm, batch, n);
+                        tpm_thread_push(ls->tpm, n, end, pcrs);
 
                 pthread_mutex_lock(&ls->lock);
                 ls->in_flight = 0;
@@ -80,7 +70,6 @@ static void *run(void *userdata) {
                 notify(ls);
         }
         pthread_mutex_unlock(&ls->lock);
-        free(batch);
         return NULL;
 }
 
@@ -131,32 +120,19 @@ ListSync *list_sync_free(ListSync *ls) {
                 close(ls->fd);
         if (ls->efd >= 0)
                 close(ls->efd);
-        free(ls->todo);
         pthread_cond_destroy(&ls->cond);
         pthread_mutex_destroy(&ls->lock);
         free(ls);
         return NULL;
 }
 
-int list_sync_submit(ListSync *ls, const IverImaEntry *const *ents, size_t n) {
+void list_sync_submit(ListSync *ls, size_t n, uint64_t end, uint32_t pcrs) {
         pthread_mutex_lock(&ls->lock);
-        if (ls->n_todo + n > ls->cap) {
-                size_t cap = ls->cap ? ls->cap : 1024;
-                while (cap < ls->n_todo + n)
-                        cap *= 2;
-                const IverImaEntry **a = realloc(ls->todo, cap * sizeof(*a));
-                if (!a) {
-                        pthread_mutex_unlock(&ls->lock);
-                        return -ENOMEM;
-                }
-                ls->todo = a;
-                ls->cap = cap;
-        }
-        memcpy(ls->todo + ls->n_todo, ents, n * sizeof(*ents));
         ls->n_todo += n;
+        ls->end = end;
+        ls->pcrs |= pcrs;
         pthread_cond_signal(&ls->cond);
         pthread_mutex_unlock(&ls->lock);
-        return 0;
 }
 
 size_t list_sync_pending(ListSync *ls) {

@@ -71,35 +71,60 @@ static void poison_digest(IverHashAlgo bank, IverDigest *ret) {
         memset(ret->bytes, 0xff, ret->len);
 }
 
-/* A snapshot of the entries handed over (for a resync outside the lock). */
-static int snapshot_entries(TpmThread *t, const IverImaEntry ***ret, size_t *ret_n, uint32_t *ret_mask) {
-        pthread_mutex_lock(&t->lock);
-        size_t n = t->n_ents;
-        const IverImaEntry **copy = malloc((n ? n : 1) * sizeof(*copy));
-        if (copy && n > 0)
-                memcpy(copy, t->ents, n * sizeof(*copy));
-        *ret_mask = t->pcr_mask;
-        pthread_mutex_unlock(&t->lock);
-        if (!copy)
-                return -ENOMEM;
-        *ret = copy;
-        *ret_n = n;
+/* The longest prefix of the durable list (n entries ending at end) that
+ * replays to every value: *ret_prefix entries, ending at *ret_offset;
+ * -ENOENT if none. The list is read back from the file. */
+static int match_list(TpmThread *t, const IverPcrValue *values, size_t nv, uint64_t end, size_t *ret_prefix,
+                      uint64_t *ret_offset) {
+        _cleanup_(iver_imalog_prefix_match_freep) IverImaPrefixMatch *m = NULL;
+        size_t i = 0, best = SIZE_MAX;
+        uint64_t best_off = 0;
+        int r;
+
+        r = iver_imalog_prefix_match_new(values, nv, &m);
+        if (r < 0)
+                return r;
+        if (iver_imalog_prefix_match_now(m))
+                best = 0;
+        iver_imalog_reader_seek(t->reader, 0);
+        for (;;) {
+                _cleanup_(iver_imalog_entry_freep) IverImaEntry *e = NULL;
+                r = iver_imalog_reader_next(t->reader, end, &e);
+                if (r <= 0)
+                        break;
+                i++;
+                r = iver_imalog_prefix_match_feed(m, e);
+                if (r < 0)
+                        break;
+                if (r > 0) {
+                        best = i;
+                        best_off = iver_imalog_reader_offset(t->reader);
+                }
+        }
+        if (r < 0)
+                return r == -ENOMEM ? r : -EIO; /* the list cannot be read back: try again later */
+        if (best == SIZE_MAX)
+                return -ENOENT;
+        iver_imalog_reader_seek(t->reader, best_off);
+        *ret_prefix = best;
+        *ret_offset = best_off;
         return 0;
 }
 
 /* Read every used PCR in every extended bank, find the one point of the list
  * they hold, and set the extend cursor and the expected values there. */
 int tpm_resync(TpmThread *t) {
-        _cleanup_free_ const IverImaEntry **ents = NULL;
         IverPcrValue values[_IVER_HASH_MAX * IVER_IMA_PCR_MAX];
-        size_t n, nv = 0, prefix = 0;
+        size_t nv = 0, prefix = 0;
+        uint64_t end, offset = 0;
         uint32_t mask;
         unsigned banks = tpm_extend_banks(t);
         int r;
 
-        r = snapshot_entries(t, &ents, &n, &mask);
-        if (r < 0)
-                return r;
+        pthread_mutex_lock(&t->lock);
+        end = t->durable_end;
+        mask = t->pcr_mask;
+        pthread_mutex_unlock(&t->lock);
         t->expected_valid = false;
         for (unsigned p = 0; p < IVER_IMA_PCR_MAX; p++) {
                 if (!(mask & (1u << p)))
@@ -117,26 +142,21 @@ int tpm_resync(TpmThread *t) {
         }
         if (nv == 0)
                 return -ENOENT; /* none of Banks= is active */
-        r = iver_imalog_match_prefix_entries(ents, n, values, nv, &prefix);
-        if (r == -ENOMEM)
+        r = match_list(t, values, nv, end, &prefix, &offset);
+        if (r < 0 && r != -ENOENT)
                 return r;
         t->health_bank = (banks & IVER_TPM_BANK(IVER_HASH_SHA256)) ? IVER_HASH_SHA256 : (IverHashAlgo) __builtin_ctz(banks);
         t->desynced = r < 0;
-        if (r < 0) {
-                /* remembered: when they change (a TPM reset), look again */
-                t->expected_mask = mask;
-                for (size_t i = 0; i < nv; i++)
-                        if (values[i].value.algo == t->health_bank)
-                                t->seen[values[i].pcr] = values[i].value;
+        t->expected_mask = mask;
+        for (size_t i = 0; i < nv; i++)
+                if (values[i].value.algo == t->health_bank)
+                        /* desynced: remembered, when they change (a TPM reset)
+                         * look again; in sync: the prefix replays to them */
+                        (t->desynced ? t->seen : t->expected)[values[i].pcr] = values[i].value;
+        if (t->desynced)
                 return 0;
-        }
         t->extended = prefix;
         t->poison_done = false;
-        for (unsigned p = 0; p < IVER_IMA_PCR_MAX; p++)
-                if ((mask & (1u << p)) &&
-                    iver_imalog_replay_entries(ents, prefix, p, t->health_bank, &t->expected[p]) < 0)
-                        return 0;
-        t->expected_mask = mask;
         t->expected_valid = true;
         return 0;
 }
@@ -181,13 +201,17 @@ static int extend_digests(TpmThread *t, unsigned pcr, const IverDigest *d, size_
         return 0;
 }
 
-int tpm_extend_entry(TpmThread *t, const IverImaEntry *ent) {
+int tpm_extend_next(TpmThread *t, uint64_t end) {
+        _cleanup_(iver_imalog_entry_freep) IverImaEntry *ent = NULL;
         IverDigest d[_IVER_HASH_MAX];
         size_t n = 0;
         unsigned banks = tpm_extend_banks(t);
+        int r = iver_imalog_reader_next(t->reader, end, &ent);
+        if (r <= 0)
+                return r < 0 ? r : -EIO;        /* shorter than the sync thread said */
         for (int b = 0; b < _IVER_HASH_MAX; b++)
                 if (banks & IVER_TPM_BANK(b)) {
-                        int r = iver_imalog_entry_bank_digest(ent, (IverHashAlgo) b, &d[n]);
+                        r = iver_imalog_entry_bank_digest(ent, (IverHashAlgo) b, &d[n]);
                         if (r < 0)
                                 return r;
                         n++;

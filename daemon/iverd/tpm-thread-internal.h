@@ -34,8 +34,8 @@ struct TpmThread {
         unsigned want_banks;
 
         /* under lock */
-        const IverImaEntry **ents;
-        size_t n_ents, cap;
+        size_t n_ents;                  /* durable entries handed over */
+        uint64_t durable_end;           /* where they end in the list file */
         uint32_t pcr_mask;              /* PCRs the list uses, and ours */
         bool stop, poison_wanted;
         QuoteJob *todo, *done;
@@ -44,6 +44,8 @@ struct TpmThread {
 
         /* the thread's own */
         IverTpm *tpm;
+        int list_fd;                    /* the binary list, read back (pread) */
+        IverImaReader *reader;          /* at the first entry not extended */
         size_t extended;
         bool desynced, poison_done;
         IverHashAlgo health_bank;
@@ -64,7 +66,8 @@ unsigned tpm_extend_banks(const TpmThread *t);
 int tpm_resync(TpmThread *t);
 void tpm_lost(TpmThread *t);
 void tpm_try_connect(TpmThread *t);
-int tpm_extend_entry(TpmThread *t, const IverImaEntry *ent);
+/* Read the next entry (ending at or before end) from the list and extend it. */
+int tpm_extend_next(TpmThread *t, uint64_t end);
 int tpm_poison(TpmThread *t, uint32_t mask);
 int tpm_health_check(TpmThread *t, uint32_t mask);
 void tpm_do_quote(TpmThread *t, QuoteJob *q, uint32_t mask);

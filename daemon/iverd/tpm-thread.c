@@ -14,8 +14,10 @@
  * every one of those calls loop-safe at once; a TPM that hangs for minutes
  * hangs this thread only.
  *
- * Shape: the list's sync thread (list-sync.c) appends entries once their
- * fdatasync is done, the loop appends quote requests, both under a mutex;
+ * Shape: the list's sync thread (list-sync.c) moves the durable end of the
+ * list on once its fdatasync is done (the thread reads the entries back from
+ * the file: no copy of the list in memory), the loop appends quote requests,
+ * both under a mutex;
  * the thread takes work in this order: (re)connect and resync, quotes (so a
  * quote never waits behind thousands of extends),
  * the broken-evidence value, extends in list order, the 1 s PCR health check.
@@ -24,6 +26,7 @@
  * the loop should look; it never calls into the loop and never logs (the
  * loop logs state changes), so daemon code stays single-threaded. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,9 +93,9 @@ static void *run(void *userdata) {
                         tpm_notify(t);
                         continue;
                 } else if (!t->desynced && t->extended < t->n_ents) {
-                        const IverImaEntry *ent = t->ents[t->extended];
+                        uint64_t end = t->durable_end;
                         pthread_mutex_unlock(&t->lock);
-                        int r = tpm_extend_entry(t, ent);
+                        int r = tpm_extend_next(t, end);
                         pthread_mutex_lock(&t->lock);
                         if (r < 0) {
                                 t->st.extend_failures++;
@@ -124,15 +127,15 @@ static void *run(void *userdata) {
         return NULL;
 }
 
-int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, const IverImaEntry *const *ents, size_t n,
-                   TpmThread **ret) {
+int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, int list_fd, size_t n, uint64_t size,
+                   uint32_t pcrs, TpmThread **ret) {
         TpmThread *t = calloc(1, sizeof(*t));
         pthread_condattr_t ca;
         int r;
 
         if (!t)
                 return -ENOMEM;
-        t->efd = -EBADF;
+        t->efd = t->list_fd = -EBADF;
         t->want_banks = banks;
         t->pcr_mask = 1u << pcr;
         pthread_mutex_init(&t->lock, NULL);
@@ -148,10 +151,16 @@ int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, const IverIma
                 r = -errno;
                 goto fail;
         }
-        /* the list read back from disk, before the thread's first resync looks at it */
-        r = tpm_thread_push(t, ents, n);
+        t->list_fd = fcntl(list_fd, F_DUPFD_CLOEXEC, 3);
+        if (t->list_fd < 0) {
+                r = -errno;
+                goto fail;
+        }
+        r = iver_imalog_reader_new(t->list_fd, 0, &t->reader);
         if (r < 0)
                 goto fail;
+        /* the list read back from disk, before the thread's first resync looks at it */
+        tpm_thread_push(t, n, size, pcrs);
         r = -pthread_create(&t->thread, NULL, run, t);
         if (r < 0)
                 goto fail;
@@ -192,7 +201,9 @@ TpmThread *tpm_thread_free(TpmThread *t) {
         iver_tpm_free(t->tpm);
         free_jobs(t->todo);
         free_jobs(t->done);
-        free(t->ents);
+        iver_imalog_reader_free(t->reader);
+        if (t->list_fd >= 0)
+                close(t->list_fd);
         if (t->efd >= 0)
                 close(t->efd);
         pthread_cond_destroy(&t->cond);
@@ -210,31 +221,16 @@ void tpm_thread_ack(TpmThread *t) {
         (void) !read(t->efd, &v, sizeof(v));
 }
 
-int tpm_thread_push(TpmThread *t, const IverImaEntry *const *ents, size_t n) {
+void tpm_thread_push(TpmThread *t, size_t n, uint64_t end, uint32_t pcrs) {
         pthread_mutex_lock(&t->lock);
-        if (t->n_ents + n > t->cap) {
-                size_t cap = t->cap ? t->cap : 1024;
-                while (cap < t->n_ents + n)
-                        cap *= 2;
-                const IverImaEntry **a = realloc(t->ents, cap * sizeof(*a));
-                if (!a) {
-                        pthread_mutex_unlock(&t->lock);
-                        return -ENOMEM;
-                }
-                t->ents = a;
-                t->cap = cap;
-        }
-        for (size_t i = 0; i < n; i++) {
-                t->ents[t->n_ents++] = ents[i];
-                if (ents[i]->pcr < IVER_IMA_PCR_MAX && !(t->pcr_mask & (1u << ents[i]->pcr))) {
-                        /* a new PCR: its expected value starts from zero */
-                        t->pcr_mask |= 1u << ents[i]->pcr;
-                }
-        }
+        t->n_ents += n;
+        if (end > t->durable_end)
+                t->durable_end = end;
+        /* a new PCR: its expected value starts from zero */
+        t->pcr_mask |= pcrs & ((1u << IVER_IMA_PCR_MAX) - 1);
         t->st.queued = t->n_ents;
         pthread_cond_signal(&t->cond);
         pthread_mutex_unlock(&t->lock);
-        return 0;
 }
 
 void tpm_thread_poison(TpmThread *t) {

@@ -9,7 +9,8 @@
 
 /* The TPM worker: one thread that owns the IverTpm and makes every TPM call
  * (connect, resync, extends, PCR health checks, AK, quotes). The list's sync
- * thread hands it durable list entries, the event loop quote requests, and
+ * thread tells it how far the list on disk is durable, and the thread reads
+ * the entries back from the file; the event loop hands it quote requests, and
  * the loop reads its state; the
  * thread never calls back: it writes an eventfd (tpm_thread_fd) when the loop
  * should look (extends caught up, a quote done, connected or lost). See the
@@ -31,22 +32,23 @@ typedef struct TpmThreadState {
 } TpmThreadState;
 
 /* Start the thread for tcti (not "none"). banks: Banks= (IVER_TPM_BANK mask);
- * pcr: the daemon's PCR, always checked and quoted; ents: the n entries of
- * the list as read back from disk (see tpm_thread_push). */
-int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, const IverImaEntry *const *ents, size_t n,
-                   TpmThread **ret);
+ * pcr: the daemon's PCR, always checked and quoted; list_fd: the binary list
+ * (duplicated: the thread reads entries back from it), whose first n entries
+ * (size bytes, naming the PCRs in pcrs) are durable (see tpm_thread_push). */
+int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, int list_fd, size_t n, uint64_t size,
+                   uint32_t pcrs, TpmThread **ret);
 /* Stop and join: NULL. It waits up to 2 s for an outstanding TPM command; a
  * thread stuck in a hung TPM is left behind with its memory (the process is
- * ending) and t is returned: then the entries handed over must stay valid. */
+ * ending) and t is returned. */
 TpmThread *tpm_thread_free(TpmThread *t);
 /* An fd that polls readable when the state changed or a quote finished;
  * tpm_thread_ack() clears it. */
 int tpm_thread_fd(const TpmThread *t);
 void tpm_thread_ack(TpmThread *t);
 
-/* Hand over entries that are durable in the list, in list order. The pointers
- * stay owned by the caller and valid until tpm_thread_free(). */
-int tpm_thread_push(TpmThread *t, const IverImaEntry *const *ents, size_t n);
+/* n more entries are durable in the list, which now ends (durably) at byte
+ * end; pcrs: the PCRs they name. The thread reads them back in list order. */
+void tpm_thread_push(TpmThread *t, size_t n, uint64_t end, uint32_t pcrs);
 /* Extend the broken-evidence value (all-0xFF, no list entry) into every PCR
  * the list uses, now and after every TPM reset, until the daemon restarts. */
 void tpm_thread_poison(TpmThread *t);

@@ -31,36 +31,28 @@ static json_object *base64(const uint8_t *p, size_t len) {
         return s;
 }
 
-static int list_binary(const IverImaLog *l, uint8_t **ret, size_t *ret_len) {
-        size_t total = 0, n = iver_imalog_size(l);
-        for (size_t i = 0; i < n; i++)
-                total += iver_imalog_entry_binary_size(iver_imalog_get(l, i));
-        _cleanup_free_ uint8_t *buf = malloc(total + 1);
-        if (!buf)
-                return -ENOMEM;
-        size_t off = 0;
-        for (size_t i = 0; i < n; i++) {
-                int r = iver_imalog_entry_to_binary(iver_imalog_get(l, i), buf + off, total - off);
-                if (r < 0)
-                        return r;
-                off += (size_t) r;
-        }
-        *ret = TAKE_PTR(buf);
-        *ret_len = off;
+static int add_line(size_t i, const IverImaEntry *ent, void *userdata) {
+        _cleanup_free_ char *line = NULL;
+        size_t len;
+        int r = iver_imalog_entry_to_ascii(ent, &line, &len);
+        if (r < 0)
+                return r;
+        json_object_array_add(userdata, json_object_new_string_len(line, (int) len));
         return 0;
 }
 
 json_object *verb_log(Manager *m, Conn *c, json_object *req) {
-        const IverImaLog *l = evidence_list(m->evidence);
         json_object *v, *o;
-        if (!l)
+        int r;
+
+        if (!m->evidence)
                 return reply_error("no measurement list");
         bool binary = json_object_object_get_ex(req, "format", &v) && json_object_is_type(v, json_type_string) &&
                       strcmp(json_object_get_string(v), "binary") == 0;
         if (binary) {
                 _cleanup_free_ uint8_t *buf = NULL;
                 size_t len;
-                int r = list_binary(l, &buf, &len);
+                r = evidence_list_binary(m->evidence, &buf, &len);
                 if (r < 0)
                         return reply_error("no measurement list: %s", strerror(-r));
                 o = ok_reply();
@@ -68,11 +60,10 @@ json_object *verb_log(Manager *m, Conn *c, json_object *req) {
                 return o;
         }
         json_object *a = json_object_new_array();
-        for (size_t i = 0; i < iver_imalog_size(l); i++) {
-                _cleanup_free_ char *line = NULL;
-                size_t len;
-                if (iver_imalog_entry_to_ascii(iver_imalog_get(l, i), &line, &len) >= 0)
-                        json_object_array_add(a, json_object_new_string_len(line, (int) len));
+        r = evidence_list_foreach(m->evidence, add_line, a);
+        if (r < 0) {
+                json_object_put(a);
+                return reply_error("measurement list not readable: %s", strerror(-r));
         }
         o = ok_reply();
         ADD(o, "ascii", a);
@@ -97,7 +88,7 @@ static void quote_done(void *userdata, const IverTpmQuote *q, const char *error)
         }
         _cleanup_free_ uint8_t *list = NULL;
         size_t list_len;
-        int r = list_binary(evidence_list(qr->m->evidence), &list, &list_len);
+        int r = evidence_list_binary(qr->m->evidence, &list, &list_len);
         if (r < 0) {
                 conn_reply(c, reply_error("quote failed: %s", strerror(-r)));
                 return;

@@ -217,20 +217,24 @@ int iver_imalog_load(const char *path, IverImaLog **ret);
 int iver_imalog_save(const IverImaLog *l, const char *path, IverImaFormat format);
 
 /* The live list of a daemon: binary_runtime_measurements (authoritative,
- * write-ahead) and its ASCII twin in dir. */
+ * write-ahead) and its ASCII twin in dir. The entries live in the file, not
+ * in memory: the file keeps a count, the PCRs used and a dedup index of a few
+ * bytes an entry (lib/imalog-index.h); read entries back with an
+ * IverImaReader on iver_imalog_file_fd(). */
 typedef struct IverImaFile IverImaFile;
 
 /* Open (creating the files, mode 0640, in the existing dir if missing; never
  * through a symlink: O_NOFOLLOW, the ASCII twin a new file renamed into
- * place; a binary list that is not a regular file is -EBADFD) and read the binary list back
- * into a new list (no dedup, the order kept). A torn trailing record left by a
- * crash is cut off: a last record that ends past EOF, a last record that does
- * not decode (its lengths reach EOF but the data never fully landed), or a tail
- * of zero bytes. A record that decodes is never cut. *ret_truncated (optional)
- * receives the bytes dropped. A bad record followed by more data is corruption,
- * not a torn write: -EBADMSG and nothing is changed. The ASCII twin is rebuilt
- * from the binary list. */
-int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, IverImaLog **ret_log, size_t *ret_truncated);
+ * place; a binary list that is not a regular file is -EBADFD), read the
+ * binary list back record by record to index it (no dedup, the order kept)
+ * and make it durable. A torn trailing record left by a crash is cut off: a
+ * last record that ends past EOF, a last record that does not decode (its
+ * lengths reach EOF but the data never fully landed), or a tail of zero
+ * bytes. A record that decodes is never cut. *ret_truncated (optional)
+ * receives the bytes dropped. A bad record followed by more data is
+ * corruption, not a torn write: -EBADMSG and nothing is changed. The ASCII
+ * twin is rebuilt from the binary list. */
+int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, size_t *ret_truncated);
 IverImaFile *iver_imalog_file_free(IverImaFile *f);
 static inline void iver_imalog_file_freep(IverImaFile **f) {
         if (*f)
@@ -247,12 +251,47 @@ int iver_imalog_file_append_many(IverImaFile *f, const IverImaEntry *const *e, s
 /* The same without the fdatasync: the caller makes the binary list durable
  * (fdatasync of iver_imalog_file_fd(), from any thread) before extending. */
 int iver_imalog_file_write_many(IverImaFile *f, const IverImaEntry *const *e, size_t n);
-/* The binary list's fd (O_RDWR|O_APPEND; the file owns it). */
+/* The binary list's fd (O_RDWR|O_APPEND; the file owns it). Other threads
+ * may pread it and fdatasync it. */
 int iver_imalog_file_fd(const IverImaFile *f);
 /* -errno of the last ASCII twin write failure (which failed its append), 0 if none. */
 int iver_imalog_file_ascii_error(const IverImaFile *f);
 /* Bytes in the binary file. */
 uint64_t iver_imalog_file_size(const IverImaFile *f);
+/* Entries in the list. */
+size_t iver_imalog_file_count(const IverImaFile *f);
+/* The PCRs the list's entries name (bit n: PCR n). */
+uint32_t iver_imalog_file_pcrs(const IverImaFile *f);
+/* The kernel's dedup rule on the list: 1 if it holds an entry with e's
+ * template digest for e's PCR, 0 if not (always for a violation), -errno if
+ * the file could not be read. */
+int iver_imalog_file_contains(const IverImaFile *f, const IverImaEntry *e);
+/* Memory the list takes beyond the struct (its dedup index), in bytes. */
+size_t iver_imalog_file_memory(const IverImaFile *f);
+/* The whole binary list (iver_imalog_file_size() bytes) in a new buffer. */
+int iver_imalog_file_read_all(const IverImaFile *f, uint8_t **ret, size_t *ret_size);
+
+/* ---- lib/imalog-reader.c: a binary list file, record by record ---- */
+
+typedef struct IverImaReader IverImaReader;
+
+/* Read the binary list in fd (not owned, never moved: pread only, so the fd
+ * may be shared with a writer and other readers) from offset on. */
+int iver_imalog_reader_new(int fd, uint64_t offset, IverImaReader **ret);
+IverImaReader *iver_imalog_reader_free(IverImaReader *r);
+static inline void iver_imalog_reader_freep(IverImaReader **r) {
+        if (*r)
+                *r = iver_imalog_reader_free(*r);
+}
+/* The next record, if it ends at or before byte end: 1 and *ret (the
+ * caller's); 0 when the records end exactly at end (or EOF); -ENODATA when a
+ * record starts but ends past end or EOF (torn); -EBADMSG / -EOPNOTSUPP as
+ * iver_imalog_entry_from_binary; -errno when the file cannot be read. */
+int iver_imalog_reader_next(IverImaReader *r, uint64_t end, IverImaEntry **ret);
+/* The offset of the next record. */
+uint64_t iver_imalog_reader_offset(const IverImaReader *r);
+/* Go on reading at offset (a record boundary). */
+void iver_imalog_reader_seek(IverImaReader *r, uint64_t offset);
 
 /* ---- lib/replay.c: expected PCR values ---- */
 
@@ -268,6 +307,22 @@ typedef struct IverPcrValue {
         uint32_t pcr;
         IverDigest value;       /* value.algo is the bank */
 } IverPcrValue;
+
+/* The search for the prefix, one entry at a time (a list read from a file):
+ * values as below; feed the entries in order. */
+typedef struct IverImaPrefixMatch IverImaPrefixMatch;
+int iver_imalog_prefix_match_new(const IverPcrValue *values, size_t n_values, IverImaPrefixMatch **ret);
+IverImaPrefixMatch *iver_imalog_prefix_match_free(IverImaPrefixMatch *m);
+static inline void iver_imalog_prefix_match_freep(IverImaPrefixMatch **m) {
+        if (*m)
+                *m = iver_imalog_prefix_match_free(*m);
+}
+/* Whether the entries fed so far (none: the empty prefix) replay to every value. */
+bool iver_imalog_prefix_match_now(const IverImaPrefixMatch *m);
+/* Take in the next entry: 1 if the entries through it replay to every value
+ * (an entry of a PCR not among the values never ends a match), 0 if not,
+ * -errno. */
+int iver_imalog_prefix_match_feed(IverImaPrefixMatch *m, const IverImaEntry *e);
 
 /* The prefix of ents (a count of entries, 0..n) whose replay gives every one
  * of values[] (any PCRs, any banks; each (PCR, bank) at most once): the one

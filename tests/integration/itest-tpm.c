@@ -20,6 +20,7 @@
  *                     after a reconnect resume at the prefix the PCR holds
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,16 @@ static IverImaEntry *make_entry(unsigned pcr, unsigned i, const char *tag) {
         return e;
 }
 
+/* Open the live list in dir and read what it holds back whole (*l). */
+static int open_list(const char *dir, IverImaFile **f, IverImaLog **l, size_t *trunc) {
+        char p[PATH_MAX];
+        int r = iver_imalog_file_open(dir, f, trunc);
+        if (r < 0)
+                return r;
+        snprintf(p, sizeof(p), "%s/%s", dir, IVER_IMA_BINARY_FILE);
+        return iver_imalog_load(p, l);
+}
+
 /* Write-ahead N entries (with dedup); extend them if t. */
 static void write_entries(IverTpm *t, unsigned pcr, const char *dir, unsigned n, const char *tag) {
         IverImaFile *f = NULL;
@@ -128,7 +139,7 @@ static void write_entries(IverTpm *t, unsigned pcr, const char *dir, unsigned n,
         double t0, spent = 0;
         int r;
 
-        r = iver_imalog_file_open(dir, &f, &l, &trunc);
+        r = open_list(dir, &f, &l, &trunc);
         if (r < 0)
                 die(r, "file_open", NULL);
         for (unsigned i = 0; i < n; i++) {
@@ -199,7 +210,7 @@ int main(int argc, char **argv) {
                 IverDigest v[4];
                 size_t nv = 0, prefix, trunc;
 
-                r = iver_imalog_file_open(argv[4], &f, &l, &trunc);
+                r = open_list(argv[4], &f, &l, &trunc);
                 if (r < 0)
                         die(r, "file_open", NULL);
                 for (IverHashAlgo a = 0; a < _IVER_HASH_MAX; a++)
@@ -353,7 +364,7 @@ int main(int argc, char **argv) {
                 size_t next = SIZE_MAX, trunc;  /* next entry to extend; unknown until connected */
                 int last_err = 0;
 
-                r = iver_imalog_file_open(argv[4], &f, &l, &trunc);
+                r = open_list(argv[4], &f, &l, &trunc);
                 if (r < 0)
                         die(r, "file_open", NULL);
                 r = iver_tpm_new(argv[2], &t);

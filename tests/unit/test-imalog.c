@@ -622,6 +622,18 @@ static unsigned count_lines(const char *dir, const char *name) {
         return n;
 }
 
+/* Open the live list in dir and read what it holds back whole (*l). */
+static int open_list(const char *dir, IverImaFile **f, IverImaLog **l, size_t *trunc) {
+        char p[512];
+        int r = iver_imalog_file_open(dir, f, trunc);
+        if (r < 0)
+                return r;
+        snprintf(p, sizeof(p), "%s/%s", dir, IVER_IMA_BINARY_FILE);
+        ck_assert_int_eq(iver_imalog_load(p, l), 0);
+        ck_assert_uint_eq(iver_imalog_size(*l), iver_imalog_file_count(*f));
+        return 0;
+}
+
 START_TEST(test_file_torn_tail) {
         char *dir = mkdir_tmp(), p[512];
         IverImaFile *f = NULL;
@@ -629,7 +641,7 @@ START_TEST(test_file_torn_tail) {
         size_t trunc = 99;
         off_t sizes[6];
 
-        ck_assert_int_eq(iver_imalog_file_open(dir, &f, &l, &trunc), 0);
+        ck_assert_int_eq(open_list(dir, &f, &l, &trunc), 0);
         ck_assert_uint_eq(trunc, 0);
         ck_assert_uint_eq(iver_imalog_size(l), 0);
         sizes[0] = 0;
@@ -650,7 +662,7 @@ START_TEST(test_file_torn_tail) {
         /* the last record torn in the middle */
         snprintf(p, sizeof(p), "%s/%s", dir, IVER_IMA_BINARY_FILE);
         ck_assert_int_eq(truncate(p, sizes[5] - 7), 0);
-        ck_assert_int_eq(iver_imalog_file_open(dir, &f, &l, &trunc), 0);
+        ck_assert_int_eq(open_list(dir, &f, &l, &trunc), 0);
         ck_assert_uint_eq(trunc, sizes[5] - 7 - sizes[4]);
         ck_assert_uint_eq(iver_imalog_size(l), 4);
         ck_assert_int_eq(file_size(dir, IVER_IMA_BINARY_FILE), sizes[4]);
@@ -665,7 +677,7 @@ START_TEST(test_file_torn_tail) {
         uint8_t zeros[100] = {};
         ck_assert_int_eq(write(fd, zeros, sizeof(zeros)), (ssize_t) sizeof(zeros));
         close(fd);
-        ck_assert_int_eq(iver_imalog_file_open(dir, &f, &l, &trunc), 0);
+        ck_assert_int_eq(open_list(dir, &f, &l, &trunc), 0);
         ck_assert_uint_eq(trunc, 100);
         ck_assert_uint_eq(iver_imalog_size(l), 4);
         iver_imalog_free(l);
@@ -674,7 +686,7 @@ START_TEST(test_file_torn_tail) {
         iver_imalog_entry_free(e);
         iver_imalog_file_free(f);
         ck_assert_int_eq(truncate(p, file_size(dir, IVER_IMA_BINARY_FILE) + 3), 0);
-        ck_assert_int_eq(iver_imalog_file_open(dir, &f, &l, &trunc), 0);
+        ck_assert_int_eq(open_list(dir, &f, &l, &trunc), 0);
         ck_assert_uint_eq(trunc, 3);
         ck_assert_uint_eq(iver_imalog_size(l), 5);
         ck_assert_str_eq(iver_imalog_get(l, 4)->path, "/after");
@@ -685,7 +697,7 @@ START_TEST(test_file_torn_tail) {
          * landed partly): not a record, cut; the one before stays */
         off_t full = file_size(dir, IVER_IMA_BINARY_FILE);
         e = mk(16, 0x78, "/garbled");
-        ck_assert_int_eq(iver_imalog_file_open(dir, &f, &l, &trunc), 0);
+        ck_assert_int_eq(open_list(dir, &f, &l, &trunc), 0);
         ck_assert_int_eq(iver_imalog_file_append(f, e), 0);
         iver_imalog_entry_free(e);
         iver_imalog_file_free(f);
@@ -695,7 +707,7 @@ START_TEST(test_file_torn_tail) {
         ck_assert_int_ge(fd, 0);
         ck_assert_int_eq(pwrite(fd, zeros, 20, full + 40), 20);
         close(fd);
-        ck_assert_int_eq(iver_imalog_file_open(dir, &f, &l, &trunc), 0);
+        ck_assert_int_eq(open_list(dir, &f, &l, &trunc), 0);
         ck_assert_uint_eq(trunc, garbled - full);
         ck_assert_int_eq(file_size(dir, IVER_IMA_BINARY_FILE), full);
         ck_assert_uint_eq(iver_imalog_size(l), 5);
@@ -704,7 +716,7 @@ START_TEST(test_file_torn_tail) {
         iver_imalog_free(l);
 
         /* a burst in one write + one fdatasync */
-        ck_assert_int_eq(iver_imalog_file_open(dir, &f, &l, &trunc), 0);
+        ck_assert_int_eq(open_list(dir, &f, &l, &trunc), 0);
         IverImaEntry *burst[3] = { mk(16, 0x81, "/b1"), mk(16, 0x82, "/b2"), mk(16, 0x83, "/b 3") };
         ck_assert_int_eq(iver_imalog_file_append_many(f, (const IverImaEntry *const *) burst, 3), 0);
         ck_assert_int_eq(iver_imalog_file_append_many(f, NULL, 0), 0);
@@ -712,7 +724,7 @@ START_TEST(test_file_torn_tail) {
                 iver_imalog_entry_free(burst[i]);
         iver_imalog_file_free(f);
         iver_imalog_free(l);
-        ck_assert_int_eq(iver_imalog_file_open(dir, &f, &l, &trunc), 0);
+        ck_assert_int_eq(open_list(dir, &f, &l, &trunc), 0);
         ck_assert_uint_eq(trunc, 0);
         ck_assert_uint_eq(iver_imalog_size(l), 8);
         ck_assert_str_eq(iver_imalog_get(l, 7)->path, "/b_3");
@@ -731,7 +743,7 @@ START_TEST(test_file_torn_tail) {
         close(fd);
         l = NULL;
         f = NULL;
-        ck_assert_int_eq(iver_imalog_file_open(dir, &f, &l, &trunc), -EBADMSG);
+        ck_assert_int_eq(open_list(dir, &f, &l, &trunc), -EBADMSG);
         ck_assert_ptr_null(f);
         ck_assert_ptr_null(l);
         ck_assert_int_eq(file_size(dir, IVER_IMA_BINARY_FILE), before);

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The measurement list read back from its file for the verbs that show it:
+ * the list lives on disk, the daemon keeps no copy of its entries. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evidence-internal.h"
+#include "macro.h"
+
+int evidence_list_binary(const Evidence *e, uint8_t **ret, size_t *ret_len) {
+        if (!e || !e->file)
+                return -ENODATA;
+        return iver_imalog_file_read_all(e->file, ret, ret_len);
+}
+
+int evidence_list_foreach(const Evidence *e, EvidenceEntryFunc f, void *userdata) {
+        _cleanup_(iver_imalog_reader_freep) IverImaReader *rd = NULL;
+        uint64_t end;
+        int r;
+
+        if (!e || !e->file)
+                return -ENODATA;
+        end = iver_imalog_file_size(e->file);
+        r = iver_imalog_reader_new(iver_imalog_file_fd(e->file), 0, &rd);
+        if (r < 0)
+                return r;
+        for (size_t i = 0;; i++) {
+                _cleanup_(iver_imalog_entry_freep) IverImaEntry *ent = NULL;
+                r = iver_imalog_reader_next(rd, end, &ent);
+                if (r <= 0)
+                        return r;
+                r = f(i, ent, userdata);
+                if (r < 0)
+                        return r;
+        }
+}
+
+typedef struct EntriesFor {
+        const char *path;
+        size_t len;
+        size_t extended;
+        bool tpm;
+        json_object *array;
+} EntriesFor;
+
+static int entry_for(size_t i, const IverImaEntry *ent, void *userdata) {
+        EntriesFor *w = userdata;
+        _cleanup_free_ char *line = NULL;
+        size_t len;
+
+        if (!iver_imalog_entry_names(ent, w->path, w->len) || iver_imalog_entry_to_ascii(ent, &line, &len) < 0)
+                return 0;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "index", json_object_new_uint64(i));
+        json_object_object_add(o, "line", json_object_new_string_len(line, (int) (len && line[len - 1] == '\n' ? len - 1 : len)));
+        json_object_object_add(o, "extended", json_object_new_boolean(w->tpm && i < w->extended));
+        json_object_array_add(w->array, o);
+        return 0;
+}
+
+void evidence_entries_for(const Evidence *e, const char *path, json_object *array) {
+        TpmThreadState st = {};
+        if (e->tpm)
+                tpm_thread_state(e->tpm, &st);
+        EntriesFor w = { .path = path, .len = strlen(path), .extended = st.extended, .tpm = e->tpm != NULL, .array = array };
+        (void) evidence_list_foreach(e, entry_for, &w);
+}

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The dedup index of the on-disk measurement list (imalog-index.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "imalog-index.h"
+#include "macro.h"
+
+#define OFFSET_BITS 38
+#define FP_BITS (64 - OFFSET_BITS)
+#define OFFSET_MASK ((UINT64_C(1) << OFFSET_BITS) - 1)
+#define MIN_BITS 10
+#define RECORD_KEY_SIZE (4 + IVER_IMA_TEMPLATE_DIGEST_SIZE)     /* u32 pcr · template digest */
+
+int ima_index_init(ImaIndex *x) {
+        *x = (ImaIndex) {};
+        if (getrandom(x->key, sizeof(x->key), GRND_NONBLOCK) != sizeof(x->key)) {
+                /* early boot without entropy: still not the same in every run */
+                x->key[0] = (uint64_t) (uintptr_t) x ^ (uint64_t) getpid() * 0x9e3779b97f4a7c15ULL;
+                x->key[1] = x->key[0] * 0xbf58476d1ce4e5b9ULL + 1;
+        }
+        return 0;
+}
+
+void ima_index_done(ImaIndex *x) {
+        free(x->slots);
+        *x = (ImaIndex) {};
+}
+
+size_t ima_index_bytes(const ImaIndex *x) {
+        return x->n_slots * sizeof(uint64_t);
+}
+
+static uint64_t mix(uint64_t h) {
+        h ^= h >> 31;
+        h *= 0x7fb5d329728ea185ULL;
+        h ^= h >> 27;
+        h *= 0x81dadef4bc2dd44dULL;
+        h ^= h >> 33;
+        return h;
+}
+
+/* The pair's fingerprint: the top FP_BITS of a keyed hash. */
+static uint64_t fingerprint(const ImaIndex *x, uint32_t pcr, const uint8_t *digest) {
+        uint64_t a, b, c = 0;
+        memcpy(&a, digest, 8);
+        memcpy(&b, digest + 8, 8);
+        memcpy(&c, digest + 16, 4);
+        uint64_t h = mix(a ^ x->key[0]);
+        h = mix(h ^ b ^ x->key[1]);
+        h = mix(h ^ (c << 8) ^ pcr);
+        return h >> OFFSET_BITS;
+}
+
+/* The home slot of a fingerprint in a table of 1 << bits slots: its leading
+ * bits (past FP_BITS, neighbouring slots share a fingerprint's home). */
+static size_t home(uint64_t fp, unsigned bits) {
+        return bits <= FP_BITS ? (size_t) (fp >> (FP_BITS - bits)) : (size_t) (fp << (bits - FP_BITS));
+}
+
+/* Whether the record at offset in fd is (pcr, digest). */
+static int record_is(int fd, uint64_t offset, uint32_t pcr, const uint8_t *digest) {
+        uint8_t buf[RECORD_KEY_SIZE];
+        uint32_t p;
+        ssize_t k;
+
+        do
+                k = pread(fd, buf, sizeof(buf), (off_t) offset);
+        while (k < 0 && errno == EINTR);
+        if (k < 0)
+                return -errno;
+        if (k != (ssize_t) sizeof(buf))
+                return -EIO;    /* the list got shorter under us */
+        memcpy(&p, buf, 4);
+        return p == pcr && memcmp(buf + 4, digest, IVER_IMA_TEMPLATE_DIGEST_SIZE) == 0;
+}
+
+/* 1 and the slot holding (pcr, digest), or 0 and the free slot where it
+ * would go. */
+static int probe(const ImaIndex *x, uint64_t fp, uint32_t pcr, const uint8_t *digest, int fd, size_t *ret) {
+        size_t mask = x->n_slots - 1, i = home(fp, x->bits);
+
+        for (;; i = (i + 1) & mask) {
+                uint64_t s = x->slots[i];
+                if (s == 0)
+                        break;
+                if ((s >> OFFSET_BITS) != fp)
+                        continue;
+                int r = record_is(fd, (s & OFFSET_MASK) - 1, pcr, digest);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        *ret = i;
+                        return 1;
+                }
+        }
+        *ret = i;
+        return 0;
+}
+
+/* Double the table: every slot goes to its fingerprint's new home, no record
+ * is read back (the pairs in it are distinct). */
+static int grow(ImaIndex *x) {
+        unsigned bits = x->n_slots ? x->bits + 1 : MIN_BITS;
+        size_t n = (size_t) 1 << bits, mask = n - 1;
+        uint64_t *slots = calloc(n, sizeof(uint64_t));
+
+        if (!slots)
+                return -ENOMEM;
+        for (size_t j = 0; j < x->n_slots; j++) {
+                uint64_t s = x->slots[j];
+                if (s == 0)
+                        continue;
+                size_t i = home(s >> OFFSET_BITS, bits);
+                while (slots[i] != 0)
+                        i = (i + 1) & mask;
+                slots[i] = s;
+        }
+        free(x->slots);
+        x->slots = slots;
+        x->n_slots = n;
+        x->bits = bits;
+        return 0;
+}
+
+int ima_index_find(const ImaIndex *x, uint32_t pcr, const uint8_t digest[IVER_IMA_TEMPLATE_DIGEST_SIZE], int fd) {
+        size_t i;
+        if (x->n_used == 0)
+                return 0;
+        return probe(x, fingerprint(x, pcr, digest), pcr, digest, fd, &i);
+}
+
+int ima_index_add(ImaIndex *x, uint32_t pcr, const uint8_t digest[IVER_IMA_TEMPLATE_DIGEST_SIZE], uint64_t offset,
+                  int fd) {
+        uint64_t fp = fingerprint(x, pcr, digest);
+        size_t i;
+        int r;
+
+        if (offset > IMA_INDEX_OFFSET_MAX)
+                return -EFBIG;
+        if ((x->n_used + 1) * 4 > x->n_slots * 3) {
+                r = grow(x);
+                if (r < 0)
+                        return r;
+        }
+        r = probe(x, fp, pcr, digest, fd, &i);
+        if (r != 0)
+                return r < 0 ? r : 0;   /* there already: the first record stays */
+        x->slots[i] = fp << OFFSET_BITS | (offset + 1);
+        x->n_used++;
+        return 0;
+}

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* lib/imalog-file.c, imalog-index.c, imalog-reader.c: the live list kept on
+ * disk. The dedup index must answer like the in-memory list it replaced
+ * (the kernel's rule: a (PCR, template digest) pair listed once, violations
+ * always), across table growth and a reopen, without keeping the entries;
+ * the reader gives the records back in order, stops at an end offset and
+ * tells a torn record from a clean end. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "iver/imalog.h"
+#include "check-run.h"
+
+#define N 20000
+
+static IverImaEntry *mk(uint32_t pcr, unsigned i) {
+        IverImaEntry *e = NULL;
+        uint8_t d[32] = {};
+        char p[64];
+        memcpy(d, &i, sizeof(i));
+        snprintf(p, sizeof(p), "/usr/lib/file-%u", i);
+        ck_assert_int_eq(iver_imalog_entry_new(IVER_IMA_TEMPLATE_NG, pcr, IVER_HASH_SHA256, d, 32, p, strlen(p), NULL, 0,
+                                               0, &e), 0);
+        return e;
+}
+
+static char *mkdir_tmp(void) {
+        char *d = strdup("/tmp/test-imalog-file.XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(d));
+        return d;
+}
+
+static void rm_tmp(char *d) {
+        char p[512];
+        snprintf(p, sizeof(p), "%s/%s", d, IVER_IMA_BINARY_FILE);
+        (void) unlink(p);
+        snprintf(p, sizeof(p), "%s/%s", d, IVER_IMA_ASCII_FILE);
+        (void) unlink(p);
+        ck_assert_int_eq(rmdir(d), 0);
+        free(d);
+}
+
+/* Append entries i ∈ [from, to) of PCR pcr, in bursts of 1000. */
+static void append_range(IverImaFile *f, uint32_t pcr, unsigned from, unsigned to) {
+        IverImaEntry *burst[1000];
+        for (unsigned i = from; i < to;) {
+                size_t n = 0;
+                for (; n < 1000 && i < to; i++)
+                        burst[n++] = mk(pcr, i);
+                ck_assert_int_eq(iver_imalog_file_write_many(f, (const IverImaEntry *const *) burst, n), 0);
+                for (size_t k = 0; k < n; k++)
+                        iver_imalog_entry_free(burst[k]);
+        }
+}
+
+static int contains(IverImaFile *f, uint32_t pcr, unsigned i) {
+        IverImaEntry *e = mk(pcr, i);
+        int r = iver_imalog_file_contains(f, e);
+        iver_imalog_entry_free(e);
+        return r;
+}
+
+START_TEST(test_dedup_index) {
+        char *dir = mkdir_tmp();
+        IverImaFile *f = NULL;
+        IverImaEntry *v = NULL;
+
+        ck_assert_int_eq(iver_imalog_file_open(dir, &f, NULL), 0);
+        ck_assert_int_eq(contains(f, 16, 0), 0);
+        append_range(f, 16, 0, N);
+        ck_assert_uint_eq(iver_imalog_file_count(f), N);
+        ck_assert_uint_eq(iver_imalog_file_pcrs(f), 1u << 16);
+        for (unsigned i = 0; i < N; i++)
+                ck_assert_int_eq(contains(f, 16, i), 1);
+        for (unsigned i = N; i < 2 * N; i++)
+                ck_assert_int_eq(contains(f, 16, i), 0);
+        /* the same file digest and name for another PCR is another pair */
+        ck_assert_int_eq(contains(f, 23, 7), 0);
+        /* a violation is never "contained", and listing one indexes nothing */
+        ck_assert_int_eq(iver_imalog_entry_new_violation(IVER_IMA_TEMPLATE_NG, 16, IVER_HASH_SHA256, "/v", 2, 0, &v), 0);
+        ck_assert_int_eq(iver_imalog_file_append(f, v), 0);
+        ck_assert_int_eq(iver_imalog_file_contains(f, v), 0);
+        iver_imalog_entry_free(v);
+        /* a few bytes an entry: 8-byte slots at a load of 3/8..3/4 */
+        ck_assert_uint_le(iver_imalog_file_memory(f), (size_t) N * 8 * 8 / 3 + 8192);
+        ck_assert_uint_ge(iver_imalog_file_memory(f), (size_t) N * 8);
+        uint64_t size = iver_imalog_file_size(f);
+        iver_imalog_file_free(f);
+
+        /* reopened: the index is rebuilt from the file */
+        size_t trunc = 1;
+        ck_assert_int_eq(iver_imalog_file_open(dir, &f, &trunc), 0);
+        ck_assert_uint_eq(trunc, 0);
+        ck_assert_uint_eq(iver_imalog_file_count(f), N + 1);
+        ck_assert_uint_eq(iver_imalog_file_size(f), size);
+        for (unsigned i = 0; i < N; i += 7)
+                ck_assert_int_eq(contains(f, 16, i), 1);
+        ck_assert_int_eq(contains(f, 16, N), 0);
+        append_range(f, 23, 0, 10);
+        ck_assert_uint_eq(iver_imalog_file_pcrs(f), (1u << 16) | (1u << 23));
+        ck_assert_int_eq(contains(f, 23, 7), 1);
+
+        /* the whole list back, byte for byte what a reader decodes */
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(iver_imalog_file_read_all(f, &buf, &len), 0);
+        ck_assert_uint_eq(len, iver_imalog_file_size(f));
+        IverImaLog *l = NULL;
+        size_t used = 0;
+        ck_assert_int_eq(iver_imalog_new(&l), 0);
+        ck_assert_int_eq(iver_imalog_parse_binary(l, buf, len, &used), 0);
+        ck_assert_uint_eq(used, len);
+        ck_assert_uint_eq(iver_imalog_size(l), N + 11);
+        ck_assert_str_eq(iver_imalog_get(l, N)->path, "/v");
+        ck_assert(iver_imalog_get(l, N)->violation);
+        iver_imalog_free(l);
+        free(buf);
+        iver_imalog_file_free(f);
+        rm_tmp(dir);
+}
+END_TEST
+
+START_TEST(test_reader) {
+        char *dir = mkdir_tmp(), p[512];
+        IverImaFile *f = NULL;
+        IverImaReader *rd = NULL;
+        IverImaEntry *e = NULL;
+        uint64_t ends[4];
+
+        ck_assert_int_eq(iver_imalog_file_open(dir, &f, NULL), 0);
+        for (unsigned i = 0; i < 3; i++) {
+                append_range(f, 16, i * 1000, (i + 1) * 1000);
+                ends[i] = iver_imalog_file_size(f);
+        }
+        /* one record bigger than the reader's buffer (a long signature) */
+        uint8_t sig[IVER_IMA_SIG_MAX], d[32] = { 9 };
+        sig[0] = 0x03;
+        memset(sig + 1, 0x5a, sizeof(sig) - 1);
+        ck_assert_int_eq(iver_imalog_entry_new(IVER_IMA_TEMPLATE_SIG, 16, IVER_HASH_SHA256, d, 32, "/big", 4, sig,
+                                               sizeof(sig), 0, &e), 0);
+        ck_assert_int_eq(iver_imalog_file_append(f, e), 0);
+        iver_imalog_entry_free(e);
+        ends[3] = iver_imalog_file_size(f);
+
+        ck_assert_int_eq(iver_imalog_reader_new(iver_imalog_file_fd(f), 0, &rd), 0);
+        /* up to the end of the second burst: exactly 2000 records, then a clean end */
+        for (unsigned i = 0; i < 2000; i++) {
+                char want[64];
+                ck_assert_int_eq(iver_imalog_reader_next(rd, ends[1], &e), 1);
+                snprintf(want, sizeof(want), "/usr/lib/file-%u", i);
+                ck_assert_str_eq(e->path, want);
+                iver_imalog_entry_free(e);
+        }
+        ck_assert_uint_eq(iver_imalog_reader_offset(rd), ends[1]);
+        ck_assert_int_eq(iver_imalog_reader_next(rd, ends[1], &e), 0);
+        /* the end moves on (more became durable): reading goes on */
+        for (unsigned i = 2000; i < 3000; i++) {
+                ck_assert_int_eq(iver_imalog_reader_next(rd, ends[3], &e), 1);
+                iver_imalog_entry_free(e);
+        }
+        ck_assert_int_eq(iver_imalog_reader_next(rd, ends[3], &e), 1);
+        ck_assert_str_eq(e->path, "/big");
+        ck_assert_uint_eq(e->sig_len, sizeof(sig));
+        iver_imalog_entry_free(e);
+        ck_assert_int_eq(iver_imalog_reader_next(rd, ends[3], &e), 0);
+        /* an end inside a record: torn, not a clean end */
+        iver_imalog_reader_seek(rd, ends[2]);
+        ck_assert_int_eq(iver_imalog_reader_next(rd, ends[3] - 1, &e), -ENODATA);
+        /* seek back to a boundary */
+        iver_imalog_reader_seek(rd, ends[0]);
+        ck_assert_int_eq(iver_imalog_reader_next(rd, ends[3], &e), 1);
+        ck_assert_str_eq(e->path, "/usr/lib/file-1000");
+        iver_imalog_entry_free(e);
+        iver_imalog_reader_free(rd);
+        iver_imalog_file_free(f);
+
+        /* a corrupt record in the middle: -EBADMSG, and the file refuses to open */
+        snprintf(p, sizeof(p), "%s/%s", dir, IVER_IMA_BINARY_FILE);
+        int fd = open(p, O_RDWR | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        uint8_t byte = 0;
+        ck_assert_int_eq(pread(fd, &byte, 1, (off_t) ends[0] + 40), 1);
+        byte ^= 0x20;
+        ck_assert_int_eq(pwrite(fd, &byte, 1, (off_t) ends[0] + 40), 1);
+        ck_assert_int_eq(iver_imalog_reader_new(fd, ends[0], &rd), 0);
+        ck_assert_int_eq(iver_imalog_reader_next(rd, ends[3], &e), -EBADMSG);
+        iver_imalog_reader_free(rd);
+        close(fd);
+        f = NULL;
+        ck_assert_int_eq(iver_imalog_file_open(dir, &f, NULL), -EBADMSG);
+        ck_assert_ptr_null(f);
+        rm_tmp(dir);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("imalog-file");
+        TCase *tc = tcase_create("core");
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, test_dedup_index);
+        tcase_add_test(tc, test_reader);
+        suite_add_tcase(s, tc);
+        return iver_run_suite(s);
+}
