@@ -8,6 +8,10 @@
 #include "evidence-internal.h"
 #include "macro.h"
 
+int evidence_list_fd(const Evidence *e) {
+        return e && e->file ? iver_imalog_file_fd(e->file) : -EBADF;
+}
+
 int evidence_list_binary(const Evidence *e, uint8_t **ret, size_t *ret_len) {
         if (!e || !e->file)
                 return -ENODATA;

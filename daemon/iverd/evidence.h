@@ -47,6 +47,8 @@ bool evidence_pending(const Evidence *e);
  * evidence_broken… (never waits for the TPM) */
 void evidence_status(const Evidence *e, json_object *o);
 unsigned evidence_pcr(const Evidence *e);
+/* The binary list file's fd (its identity binds the cache snapshot). */
+int evidence_list_fd(const Evidence *e);
 /* evidence-read.c: the list as written, read back from its file (the log,
  * quote and explain verbs). The whole binary list in a new buffer: */
 int evidence_list_binary(const Evidence *e, uint8_t **ret, size_t *ret_len);

@@ -384,7 +384,6 @@ int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
             (r = rundir_prepare(m->conf.state_directory, 0700, "state")) < 0)
                 goto fail; /* logged there */
         ex = IVERD_EXIT_FAILURE;
-        persist_load(m);
         sigset_t ss;
         sigemptyset(&ss);
         sigaddset(&ss, SIGTERM);
@@ -444,6 +443,8 @@ int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
         r = evidence_new(m, &m->conf, &m->evidence);
         if (r < 0)
                 goto fail; /* logged there */
+        /* bound to the list just opened */
+        persist_load(m);
         ex = IVERD_EXIT_DIRECTORY;
         r = control_new(m, m->conf.socket_path, &m->control);
         if (r < 0)

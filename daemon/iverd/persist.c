@@ -2,7 +2,13 @@
 /* Boot-scoped snapshots of cache and ledger in the state directory. The
  * HMAC key is in root's user keyring (@u): it survives daemon restarts and
  * dies with the boot, so a snapshot from a previous boot can never verify
- * (the disk may have been changed offline, and its PCR is gone anyway). */
+ * (the disk may have been changed offline, and its PCR is gone anyway).
+ *
+ * A snapshot is also bound to the measurement list it was written next to
+ * (the list file's identity goes into the boot id it carries): a cached file
+ * is one whose entry is in the list, so with a fresh list (the recovery from
+ * broken evidence) the snapshot is discarded and every file listed again,
+ * never left out of the new list because it was cached. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
+#include "evidence.h"
 #include "iver/snapshot.h"
 #include "log.h"
 #include "manager.h"
@@ -22,6 +31,29 @@ static char *snapshot_path(const Manager *m) {
         if (asprintf(&p, "%s/%s", m->conf.state_directory, SNAPSHOT_FILE) < 0)
                 return NULL;
         return p;
+}
+
+/* The id a snapshot is bound to: the boot's, mixed with the identity of the
+ * list file (device and inode) when there is one. */
+static int scope_id(Manager *m, uint8_t ret[16]) {
+        uint8_t boot[16], md[EVP_MAX_MD_SIZE];
+        struct stat st;
+        int r = iver_boot_id(boot);
+        if (r < 0)
+                return r;
+        int fd = m->evidence ? evidence_list_fd(m->evidence) : -EBADF;
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                memcpy(ret, boot, 16);
+                return 0;
+        }
+        uint64_t id[2] = { (uint64_t) st.st_dev, (uint64_t) st.st_ino };
+        uint8_t buf[sizeof(boot) + sizeof(id)];
+        memcpy(buf, boot, sizeof(boot));
+        memcpy(buf + sizeof(boot), id, sizeof(id));
+        if (EVP_Digest(buf, sizeof(buf), md, NULL, EVP_sha256(), NULL) != 1)
+                return -EIO;
+        memcpy(ret, md, 16);
+        return 0;
 }
 
 static void discard(const char *path, const char *why) {
@@ -38,7 +70,7 @@ void persist_load(Manager *m) {
         /* the state directory exists and was checked (rundir_prepare) */
         struct stat st;
         bool exists = stat(path, &st) == 0;
-        int r = iver_boot_id(boot);
+        int r = scope_id(m, boot);
         if (r < 0) {
                 log_warning_errno(r, "Cannot read the boot id: %m; snapshots disabled");
                 goto out;
@@ -71,7 +103,9 @@ void persist_load(Manager *m) {
                 r = iver_snapshot_read(path, boot, key, c, &counters, &err);
         if (r < 0) {
                 iver_cache_free(c);
-                discard(path, r == -EBADMSG ? iver_snapshot_error_to_string(err) : strerror(-r));
+                discard(path, r != -EBADMSG                      ? strerror(-r)
+                              : err == IVER_SNAPSHOT_OTHER_BOOT ? "written in another boot or next to another measurement list"
+                                                                : iver_snapshot_error_to_string(err));
                 goto out;
         }
         /* files deleted (or replaced by a non-regular file) while iverd was
@@ -107,7 +141,9 @@ int persist_save(Manager *m) {
         char *path = snapshot_path(m);
         if (!path)
                 return -ENOMEM;
-        int r = iver_boot_id(boot);
+        /* what the cache holds is in the list file before the snapshot says so */
+        (void) evidence_commit(m->evidence);
+        int r = scope_id(m, boot);
         if (r >= 0)
                 r = iver_bootkey_get(IVER_SNAPSHOT_KEY_DESC, 1, key);
         if (r >= 0)

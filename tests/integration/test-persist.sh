@@ -4,7 +4,7 @@
 # a clean restart re-hashes nothing and the ledger continues; after kill -9
 # the state up to the last snapshot holds and changes made since are caught;
 # a flipped byte, a truncation, a snapshot under another key, and a missing key
-# (as after a reboot) are each detected, the snapshot discarded and everything
+# (as after a reboot) and a fresh measurement list are each detected, the snapshot discarded and everything
 # re-measured. Also: time to ready with many cached files.
 set -euo pipefail
 BUILD=${IVER_BUILD_DIR:-/work/main/build}
@@ -100,4 +100,10 @@ tamper "flipped byte" 'printf "\\x55" | dd of="$D/state/cache.snap" bs=1 seek=$(
 tamper "truncated" 'truncate -s $(( $(stat -c %s "$D/state/cache.snap") - 7 )) "$D/state/cache.snap"'
 tamper "another key" 'restore_key_absent; id=$(head -c 32 /dev/urandom | keyctl padd user $DESC @u); keyctl setperm $id 0x3f0b0000'
 tamper "no key (new boot)" 'restore_key_absent'
+# the operator's recovery from broken evidence: a fresh list next to the
+# snapshot. A cached file must be listed again, not left out of the new list.
+tamper "fresh list" 'rm -f "$D/run/binary_runtime_measurements" "$D/run/ascii_runtime_measurements"'
+listed=$(wc -l <"$D/run/ascii_runtime_measurements")
+[ "$listed" -ge "$N" ] || fail "fresh list holds $listed entries for $N measured files"
+echo "  fresh list: $listed entries for $N files"
 echo; echo PASS
