@@ -68,16 +68,6 @@ static inline CacheEntry *entry(const IverCache *c, uint32_t i) {
         return &c->chunks[i >> ENTRY_CHUNK_SHIFT][i & (ENTRY_CHUNK - 1)];
 }
 
-static inline uint64_t mix64(uint64_t x) {
-        /* splitmix64 finaliser */
-        x ^= x >> 30;
-        x *= 0xbf58476d1ce4e5b9ULL;
-        x ^= x >> 27;
-        x *= 0x94d049bb133111ebULL;
-        x ^= x >> 31;
-        return x;
-}
-
 static inline uint64_t hash_inode(uint32_t dev, uint64_t ino) {
         return mix64(ino ^ ((uint64_t) dev << 40) ^ ((uint64_t) dev >> 24));
 }

@@ -34,24 +34,15 @@ size_t ima_index_bytes(const ImaIndex *x) {
         return x->n_slots * sizeof(uint64_t);
 }
 
-static uint64_t mix(uint64_t h) {
-        h ^= h >> 31;
-        h *= 0x7fb5d329728ea185ULL;
-        h ^= h >> 27;
-        h *= 0x81dadef4bc2dd44dULL;
-        h ^= h >> 33;
-        return h;
-}
-
 /* The pair's fingerprint: the top FP_BITS of a keyed hash. */
 static uint64_t fingerprint(const ImaIndex *x, uint32_t pcr, const uint8_t *digest) {
         uint64_t a, b, c = 0;
         memcpy(&a, digest, 8);
         memcpy(&b, digest + 8, 8);
         memcpy(&c, digest + 16, 4);
-        uint64_t h = mix(a ^ x->key[0]);
-        h = mix(h ^ b ^ x->key[1]);
-        h = mix(h ^ (c << 8) ^ pcr);
+        uint64_t h = mix64(a ^ x->key[0]);
+        h = mix64(h ^ b ^ x->key[1]);
+        h = mix64(h ^ (c << 8) ^ pcr);
         return h >> OFFSET_BITS;
 }
 

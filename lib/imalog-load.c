@@ -6,57 +6,23 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "iver/imalog.h"
 #include "fileio.h"
 #include "macro.h"
 
-static int read_all(int fd, uint8_t **ret, size_t *ret_size) {
-        _cleanup_free_ uint8_t *buf = NULL;
-        size_t size = 0, cap = 0;
-        struct stat st;
-
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        cap = (size_t) st.st_size + 1;
-        buf = malloc(cap);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                if (size == cap) {
-                        uint8_t *n = realloc(buf, cap * 2);
-                        if (!n)
-                                return -ENOMEM;
-                        buf = n;
-                        cap *= 2;
-                }
-                ssize_t k = pread(fd, buf + size, cap - size, size);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                size += k;
-        }
-        *ret = TAKE_PTR(buf);
-        *ret_size = size;
-        return 0;
-}
-
 int iver_imalog_load(const char *path, IverImaLog **ret) {
         _cleanup_(iver_imalog_freep) IverImaLog *l = NULL;
-        _cleanup_free_ uint8_t *buf = NULL;
+        _cleanup_free_ char *text = NULL;
         size_t size, used = 0;
         int r;
 
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
-        r = read_all(fd, &buf, &size);
+        r = iver_read_fd_max(fd, SIZE_MAX / 4, &text, &size);
+        const uint8_t *buf = (const uint8_t *) text;
         if (r < 0)
                 return r;
         r = iver_imalog_new(&l);

@@ -4,6 +4,7 @@
  * in the systemd style (_cleanup_, TAKE_PTR) and small utilities. */
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -51,4 +52,14 @@ static inline void closep(int *fd) {
 /* -errno of the last failed libc call, never 0. */
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;
+}
+
+/* The splitmix64 finaliser: a well-mixed 64-bit hash of x. */
+static inline uint64_t mix64(uint64_t x) {
+        x ^= x >> 30;
+        x *= 0xbf58476d1ce4e5b9ULL;
+        x ^= x >> 27;
+        x *= 0x94d049bb133111ebULL;
+        x ^= x >> 31;
+        return x;
 }

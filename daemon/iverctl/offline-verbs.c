@@ -210,9 +210,16 @@ int verb_verify(int argc, char *argv[]) {
                 fputs("iverctl verify: FAILED: ", stderr);
                 print_text(stderr, rep.message);
                 fputc('\n', stderr);
-        } else
-                printf("Verified: signature, nonce, PCR digest; list of %zu entries, %zu replayed into the quoted PCR.\n",
-                       rep.list_entries, rep.matched_prefix);
+        } else {
+                printf("Verified: signature, nonce, PCR digest; list of %zu entries, %zu replayed into the quoted PCR%s",
+                       rep.list_entries, rep.matched_prefix, __builtin_popcount(rep.pcr_mask) == 1 ? "" : "s");
+                for (unsigned p = 0, first = 1; p < 32; p++)
+                        if (rep.pcr_mask & (1u << p)) {
+                                printf("%s%u", first ? " " : ", ", p);
+                                first = 0;
+                        }
+                printf(".\n");
+        }
         if (policy) {
                 long bad = check_runtime_policy(dir, policy);
                 if (bad < 0)
