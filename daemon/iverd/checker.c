@@ -21,6 +21,7 @@
 #include "onaccess.h"
 #include "pathfd.h"
 #include "recheck.h"
+#include "walk.h"
 
 #define DISPATCH_BATCH 4096
 
@@ -369,6 +370,7 @@ int checker_dispatch(sd_event_source *s, void *userdata) {
         }
         workers_flush(m->workers);
         (void) evidence_flush(m->evidence); /* what finished here (symlinks) */
+        walk_room(m->walk);
         if (queue_queued(m->queue) > 0 && workers_light(m->workers) < m->max_inflight)
                 (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         manager_maybe_settled(m);

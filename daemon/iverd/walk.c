@@ -18,9 +18,16 @@
 #include "walk.h"
 #include "onaccess.h"
 #include "pathfd.h"
+#include "queue.h"
 #include "watch.h"
 
 #define STEP_ENTRIES 2048
+/* The walk reads ahead of hashing by at most this many queued files: a
+ * whole tree queued at once held a path and a node a file (tens of MB at
+ * 200,000 files, kept by the allocator after the scan); it goes on when the
+ * checks took the queue below QUEUE_LOW. */
+#define QUEUE_HIGH 16384
+#define QUEUE_LOW 8192
 
 typedef struct Dir {
         struct Dir *next;
@@ -35,6 +42,7 @@ struct Walk {
         sd_event_source *source;
         uint64_t files;
         uint64_t dirs_done, dirs_todo; /* for the progress estimate */
+        bool throttled;         /* paused while the queue is long (walk_room) */
 };
 
 static int walk_step(sd_event_source *s, void *userdata);
@@ -103,11 +111,23 @@ void walk_dirs(const Walk *w, uint64_t *ret_done, uint64_t *ret_todo) {
         *ret_todo = w->dirs_todo;
 }
 
+void walk_room(Walk *w) {
+        if (w && w->throttled && queue_queued(w->m->queue) < QUEUE_LOW) {
+                w->throttled = false;
+                (void) sd_event_source_set_enabled(w->source, SD_EVENT_ON);
+        }
+}
+
 static int walk_step(sd_event_source *s, void *userdata) {
         Walk *w = userdata;
         unsigned n = 0;
 
         while (n < STEP_ENTRIES) {
+                if (queue_queued(w->m->queue) >= QUEUE_HIGH) {
+                        w->throttled = true;
+                        (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                        break;
+                }
                 if (!w->cur) {
                         Dir *d = w->todo;
                         if (!d)
@@ -176,7 +196,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
                  * FIFOs, sockets, devices: never measured */
         }
         (void) evidence_flush(w->m->evidence); /* symlinks measured on the way */
-        if (!walk_busy(w)) {
+        if (!w->throttled && !walk_busy(w)) {
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                 manager_maybe_settled(w->m);
         }
