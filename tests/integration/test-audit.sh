@@ -22,8 +22,8 @@ done
 [ -x "$BUILD/iverd" ] || { echo "FAIL: no $BUILD/iverd (build first)"; exit 1; }
 
 S=$(mktemp -d /tmp/iverd-audit.XXXXXX)
-AUDITD_PID= IVERD_PID= WRITER_PID=
-PREV_ENABLED=$(auditctl -s | awk '$1 == "enabled" { print $2 }')
+IVERD_PID= WRITER_PID=
+source "$(dirname "$0")/lib-auditd.sh"
 step() { printf '\n== %s\n' "$*"; }
 fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
 stop_pid() { # PID: TERM, wait up to 5 s, KILL
@@ -42,7 +42,7 @@ cleanup() {
   stop_pid "$IVERD_PID"
   stop_pid "$AUDITD_PID"
   # auditd disables auditing when it stops; put back what was there before
-  [ -n "$PREV_ENABLED" ] && [ "$PREV_ENABLED" != 2 ] && auditctl -e "$PREV_ENABLED" >/dev/null
+  [ -n "$AUDITD_PREV_ENABLED" ] && [ "$AUDITD_PREV_ENABLED" != 2 ] && auditctl -e "$AUDITD_PREV_ENABLED" >/dev/null
   rm -rf "$S"
   exit $rc
 }
@@ -50,53 +50,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Only one audit daemon can be registered with the kernel: wait for another to go.
-for _ in $(seq 60); do
-  other=$(auditctl -s | awk '$1 == "pid" { print $2 }')
-  [ -z "$other" ] || [ "$other" = 0 ] || ! kill -0 "$other" 2>/dev/null && break
-  echo "another audit daemon (pid $other) is registered; waiting"
-  sleep 1
-done
-[ -z "$other" ] || [ "$other" = 0 ] || ! kill -0 "$other" 2>/dev/null || fail "audit daemon pid $other still registered"
-
-step "private auditd (log $S/audit/audit.log), audit enabled was $PREV_ENABLED"
-mkdir -p "$S/audit/plugins.d"
-cat > "$S/audit/auditd.conf" <<EOF
-local_events = yes
-write_logs = yes
-log_file = $S/audit/audit.log
-log_format = ENRICHED
-flush = SYNC
-freq = 0
-max_log_file = 64
-num_logs = 0
-max_log_file_action = IGNORE
-space_left = 2
-space_left_action = IGNORE
-admin_space_left = 1
-admin_space_left_action = IGNORE
-disk_full_action = IGNORE
-disk_error_action = IGNORE
-name_format = NONE
-verify_email = no
-action_mail_acct = root
-transport = TCP
-distribute_network = no
-q_depth = 2000
-overflow_action = IGNORE
-max_restarts = 10
-plugin_dir = $S/audit/plugins.d
-end_of_event_timeout = 2
-EOF
-chmod 0640 "$S/audit/auditd.conf"
-auditd -n -c "$S/audit" > "$S/auditd.out" 2>&1 &
-AUDITD_PID=$!
-for _ in $(seq 50); do
-  [ "$(auditctl -s | awk '$1 == "pid" { print $2 }')" = "$AUDITD_PID" ] && break
-  kill -0 "$AUDITD_PID" 2>/dev/null || { cat "$S/auditd.out"; fail "auditd exited"; }
-  sleep 0.1
-done
-[ "$(auditctl -s | awk '$1 == "pid" { print $2 }')" = "$AUDITD_PID" ] || fail "auditd did not register"
+step "private auditd (log $S/audit/audit.log), audit enabled was $AUDITD_PREV_ENABLED"
+auditd_start "$S/audit" ENRICHED SYNC 0 64
 auditctl -s | grep -E '^(enabled|pid) '
 
 step "tree: normal.conf, and busy.bin rewritten continuously (kept open by its writer)"
@@ -142,8 +97,8 @@ echo "measurement record: path and digest found"
   | grep -c 'res=failed')" -gt 0 ] || fail "violation record without res=failed"
 echo "violation record: path and res=failed found"
 
-step "stop auditd (pid $AUDITD_PID), restore audit enabled=$PREV_ENABLED"
+step "stop auditd (pid $AUDITD_PID), restore audit enabled=$AUDITD_PREV_ENABLED"
 stop_pid "$AUDITD_PID"; AUDITD_PID=
-[ -n "$PREV_ENABLED" ] && [ "$PREV_ENABLED" != 2 ] && auditctl -e "$PREV_ENABLED" >/dev/null
+[ -n "$AUDITD_PREV_ENABLED" ] && [ "$AUDITD_PREV_ENABLED" != 2 ] && auditctl -e "$AUDITD_PREV_ENABLED" >/dev/null
 auditctl -s | grep -E '^(enabled|pid) '
 echo; echo PASS

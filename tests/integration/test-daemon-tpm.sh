@@ -11,43 +11,18 @@ BUILD=${IVER_BUILD_DIR:-/work/main/build}
 command -v swtpm >/dev/null || { echo "SKIP: swtpm not installed"; exit 77; }
 D=$(mktemp -d /tmp/iver-test-dtpm.XXXXXX)
 SWTPM_PID= IVERD_PID=
-stop() { local p=$1; [ -n "$p" ] || return 0; kill "$p" 2>/dev/null || true; for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$p" 2>/dev/null || true; }
+source "$(dirname "$0")/lib-tpmd.sh"
 cleanup() { stop "$IVERD_PID"; stop "$SWTPM_PID"; rm -rf "$D"; }
 trap cleanup EXIT
 trap "exit 1" INT TERM HUP
-fail() { echo "FAIL: $*"; [ -f "$D/iverd.log" ] && tail -20 "$D/iverd.log"; exit 1; }
-step() { echo; echo "== $*"; }
 export TSS2_LOG=all+none IVERD_SOCKET=$D/run/iverd.sock
-ctl() { "$BUILD/iverctl" "$@"; }
-js() { ctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 
-start_swtpm() {
-        swtpm socket --tpm2 --server type=unixio,path="$D/swtpm.sock" --ctrl type=unixio,path="$D/swtpm.sock.ctrl" \
-                --tpmstate dir="$D/tpm" --flags startup-clear,not-need-init >>"$D/swtpm.log" 2>&1 &
-        SWTPM_PID=$!
-        for _ in $(seq 100); do [ -S "$D/swtpm.sock" ] && return 0; sleep 0.05; done
-        fail "swtpm did not start"
-}
 start_iverd() {
         IVERD_LOG_STDERR=1 "$BUILD/iverd" --on-access none --policy "$D/p.policy" --runtime-dir "$D/run" --state-dir "$D/state" \
                 --tpm "swtpm:path=$D/swtpm.sock" --pcr 23 >>"$D/iverd.log" 2>&1 &
         IVERD_PID=$!
         for _ in $(seq 100); do ctl status >/dev/null 2>&1 && return 0; sleep 0.05; done
         fail "iverd did not start"
-}
-verify_quote() {
-        local nonce; nonce=$(openssl rand -hex 16)
-        rm -rf "$D/q"
-        local sel; sel=$(ctl quote --nonce "$nonce" --out "$D/q" | sed -n 's/.*selection \([^)]*\)).*/\1/p')
-        tpm2_checkquote -u "$D/q/ak.pub.pem" -m "$D/q/quote.msg" -s "$D/q/quote.sig" -f "$D/q/pcrs.out" \
-                -l "$sel" -g sha256 -q "$nonce" >/dev/null || fail "tpm2_checkquote rejected the quote"
-        ctl verify "$D/q" | tee "$D/verify.txt" || fail "iverctl verify rejected the quote"
-        # the whole list must be in the PCR: N entries, N replayed
-        python3 - "$D/verify.txt" <<'PY' || fail "PCR does not hold the whole list"
-import re, sys
-m = re.search(r"list of (\d+) entries, (\d+) replayed", open(sys.argv[1]).read())
-sys.exit(0 if m and m.group(1) == m.group(2) else 1)
-PY
 }
 no_duplicates() {
         local total uniq

@@ -22,7 +22,7 @@ command -v setpriv >/dev/null || { echo "SKIP: setpriv not installed"; exit 77; 
 D=$(mktemp -d /tmp/iver-test-churn.XXXXXX)
 chmod 755 "$D"
 SWTPM_PID= IVERD_PID= CHURN_PID=
-stop() { local p=$1; [ -n "$p" ] || return 0; kill "$p" 2>/dev/null || true; for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$p" 2>/dev/null || true; }
+source "$(dirname "$0")/lib-tpmd.sh"
 cleanup() {
         stop "$CHURN_PID"; stop "$IVERD_PID"; stop "$SWTPM_PID"
         mountpoint -q "$D/run" && { umount "$D/run" 2>/dev/null || umount -l "$D/run"; }
@@ -30,11 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap "exit 1" INT TERM HUP
-fail() { echo "FAIL: $*"; [ -f "$D/iverd.log" ] && tail -20 "$D/iverd.log"; exit 1; }
-step() { echo; echo "== $*"; }
 export TSS2_LOG=all+none IVERD_SOCKET=$D/run/iverd.sock
-ctl() { "$BUILD/iverctl" "$@"; }
-js() { ctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 listed() { grep -c " $1\$" "$D/run/ascii_runtime_measurements" || true; }
 in_list() { grep -q "sha256:$(sha256sum "$1" | cut -d' ' -f1) $1\$" "$D/run/ascii_runtime_measurements"; }
 
@@ -45,10 +41,7 @@ for i in $(seq 1 20); do echo "system file $i" >"$D/tree/f$i"; done
 echo "first" >"$D/tree/user/churn"
 chown 65534:65534 "$D/tree/user/churn"
 printf 'measure path="%s/tree/**"\n' "$D" >"$D/p.policy"
-swtpm socket --tpm2 --server type=unixio,path="$D/swtpm.sock" --ctrl type=unixio,path="$D/swtpm.sock.ctrl" \
-        --tpmstate dir="$D/tpm" --flags startup-clear,not-need-init >>"$D/swtpm.log" 2>&1 &
-SWTPM_PID=$!
-for _ in $(seq 100); do [ -S "$D/swtpm.sock" ] && break; sleep 0.05; done
+start_swtpm
 IVERD_LOG_STDERR=1 "$BUILD/iverd" --policy "$D/p.policy" --runtime-dir "$D/run" --state-dir "$D/state" \
         --tpm "swtpm:path=$D/swtpm.sock" --pcr 23 >>"$D/iverd.log" 2>&1 &
 IVERD_PID=$!

@@ -28,8 +28,8 @@ done
 [ -x "$BUILD/iverd" ] && [ -x "$BUILD/iverctl" ] || { echo "FAIL: no $BUILD/iverd (build first)"; exit 1; }
 
 S=$(mktemp -d /tmp/iverd-logscale.XXXXXX)
-AUDITD_PID= IVERD_PID= WRITER_PID= SINK_PID= MNT=
-PREV_ENABLED=$(auditctl -s | awk '$1 == "enabled" { print $2 }')
+IVERD_PID= WRITER_PID= SINK_PID= MNT=
+source "$(dirname "$0")/lib-auditd.sh"
 step() { printf '\n== %s\n' "$*"; }
 fail() { printf 'FAIL: %s\n' "$*"; [ -f "$S/iverd.log" ] && tail -5 "$S/iverd.log"; exit 1; }
 stop_pid() { # PID: TERM, wait up to 5 s, KILL
@@ -48,7 +48,7 @@ cleanup() {
   stop_pid "$IVERD_PID"
   stop_pid "$SINK_PID"
   stop_pid "$AUDITD_PID"
-  [ -n "$PREV_ENABLED" ] && [ "$PREV_ENABLED" != 2 ] && auditctl -e "$PREV_ENABLED" >/dev/null
+  [ -n "$AUDITD_PREV_ENABLED" ] && [ "$AUDITD_PREV_ENABLED" != 2 ] && auditctl -e "$AUDITD_PREV_ENABLED" >/dev/null
   [ -n "$MNT" ] && { umount "$MNT" 2>/dev/null || umount -l "$MNT"; }
   rm -rf "$S"
   exit $rc
@@ -57,51 +57,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Only one audit daemon can be registered with the kernel: wait for another to go.
-for _ in $(seq 120); do
-  other=$(auditctl -s | awk '$1 == "pid" { print $2 }')
-  [ -z "$other" ] || [ "$other" = 0 ] || ! kill -0 "$other" 2>/dev/null && break
-  echo "another audit daemon (pid $other) is registered; waiting"
-  sleep 1
-done
-[ -z "$other" ] || [ "$other" = 0 ] || ! kill -0 "$other" 2>/dev/null || fail "audit daemon pid $other still registered"
-
 step "private auditd (log $S/audit/audit.log)"
-mkdir -p "$S/audit/plugins.d"
-cat > "$S/audit/auditd.conf" <<EOF
-local_events = yes
-write_logs = yes
-log_file = $S/audit/audit.log
-log_format = RAW
-flush = INCREMENTAL_ASYNC
-freq = 1000
-max_log_file = 1024
-num_logs = 0
-max_log_file_action = IGNORE
-space_left = 2
-space_left_action = IGNORE
-admin_space_left = 1
-admin_space_left_action = IGNORE
-disk_full_action = IGNORE
-disk_error_action = IGNORE
-name_format = NONE
-transport = TCP
-distribute_network = no
-q_depth = 2000
-overflow_action = IGNORE
-max_restarts = 10
-plugin_dir = $S/audit/plugins.d
-end_of_event_timeout = 2
-EOF
-chmod 0640 "$S/audit/auditd.conf"
-auditd -n -c "$S/audit" > "$S/auditd.out" 2>&1 &
-AUDITD_PID=$!
-for _ in $(seq 50); do
-  [ "$(auditctl -s | awk '$1 == "pid" { print $2 }')" = "$AUDITD_PID" ] && break
-  kill -0 "$AUDITD_PID" 2>/dev/null || { cat "$S/auditd.out"; fail "auditd exited"; }
-  sleep 0.1
-done
-[ "$(auditctl -s | awk '$1 == "pid" { print $2 }')" = "$AUDITD_PID" ] || fail "auditd did not register"
+auditd_start "$S/audit" RAW INCREMENTAL_ASYNC 1000 1024
 
 step "tree: $N files on a tmpfs of its own"
 MNT=$S/mnt

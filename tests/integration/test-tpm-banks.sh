@@ -18,22 +18,15 @@ command -v swtpm >/dev/null || { echo "SKIP: swtpm not installed"; exit 77; }
 command -v tpm2_checkquote >/dev/null || { echo "SKIP: tpm2-tools not installed"; exit 77; }
 D=$(mktemp -d /tmp/iver-test-tpmbanks.XXXXXX)
 SWTPM_PID= IVERD_PID=
-stop() { local p=$1; [ -n "$p" ] || return 0; kill "$p" 2>/dev/null || true; for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$p" 2>/dev/null || true; }
+source "$(dirname "$0")/lib-tpmd.sh"
 cleanup() { stop "$IVERD_PID"; stop "$SWTPM_PID"; rm -rf "$D"; }
 trap cleanup EXIT
 trap "exit 1" INT TERM HUP
-fail() { echo "FAIL: $*"; [ -f "$D/iverd.log" ] && tail -20 "$D/iverd.log"; exit 1; }
-step() { echo; echo "== $*"; }
 export TSS2_LOG=all+none IVERD_SOCKET=$D/run/iverd.sock
 TCTI="swtpm:path=$D/swtpm.sock"
-ctl() { "$BUILD/iverctl" "$@"; }
-js() { ctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 
 mkdir -p "$D/tree" "$D/tpm" "$D/run" "$D/state"
-swtpm socket --tpm2 --server type=unixio,path="$D/swtpm.sock" --ctrl type=unixio,path="$D/swtpm.sock.ctrl" \
-        --tpmstate dir="$D/tpm" --flags startup-clear,not-need-init >>"$D/swtpm.log" 2>&1 &
-SWTPM_PID=$!
-for _ in $(seq 100); do [ -S "$D/swtpm.sock" ] && break; sleep 0.05; done
+start_swtpm
 for i in $(seq 1 20); do echo "file $i" >"$D/tree/f$i"; done
 mkdir "$D/tree/sub"
 for i in $(seq 1 5); do echo "sub $i" >"$D/tree/sub/s$i"; done

@@ -22,22 +22,14 @@ command -v swtpm >/dev/null || { echo "SKIP: swtpm not installed"; exit 77; }
 command -v tpm2_checkquote >/dev/null || { echo "SKIP: tpm2-tools not installed"; exit 77; }
 D=$(mktemp -d /tmp/iver-test-tpmslow.XXXXXX)
 SWTPM_PID= IVERD_PID= PROXY_PID= NOTIFY_PID=
-stop() { local p=$1; [ -n "$p" ] || return 0; kill "$p" 2>/dev/null || true; for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$p" 2>/dev/null || true; }
+source "$(dirname "$0")/lib-tpmd.sh"
 cleanup() { stop "$IVERD_PID"; stop "$PROXY_PID"; stop "$SWTPM_PID"; stop "$NOTIFY_PID"; rm -rf "$D"; }
 trap cleanup EXIT
 trap "exit 1" INT TERM HUP
-fail() { echo "FAIL: $*"; [ -f "$D/iverd.log" ] && tail -20 "$D/iverd.log"; exit 1; }
-step() { echo; echo "== $*"; }
 export TSS2_LOG=all+none IVERD_SOCKET=$D/run/iverd.sock
-ctl() { "$BUILD/iverctl" "$@"; }
-js() { ctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 
 mkdir -p "$D/tree" "$D/tpm" "$D/run" "$D/state" "$D/ctl"
-swtpm socket --tpm2 --server type=unixio,path="$D/swtpm.sock" --ctrl type=unixio,path="$D/swtpm.sock.ctrl" \
-        --tpmstate dir="$D/tpm" --flags startup-clear,not-need-init >>"$D/swtpm.log" 2>&1 &
-SWTPM_PID=$!
-for _ in $(seq 100); do [ -S "$D/swtpm.sock" ] && break; sleep 0.05; done
-[ -S "$D/swtpm.sock" ] || fail "swtpm did not start"
+start_swtpm
 python3 "$SRC/tests/integration/tpm-proxy.py" "$D/proxy.sock" "$D/swtpm.sock" "$D/ctl" 2>>"$D/proxy.log" &
 PROXY_PID=$!
 for _ in $(seq 100); do [ -S "$D/proxy.sock" ] && break; sleep 0.05; done
@@ -114,21 +106,6 @@ read -r _ amax _ ap99 < <(grep MAX_MS "$D/a.txt")
 python3 -c "import sys; sys.exit(0 if $ap99 <= 1000 and $amax <= 3000 else 1)" || fail "status p99 $ap99 ms / max $amax ms with a slow TPM"
 [ "$(js list_length)" -ge "$FILES" ] || fail "list has $(js list_length) entries for $FILES files"
 
-verify_quote() {   # [--bank ALGO]
-        local nonce sel; nonce=$(openssl rand -hex 16)
-        rm -rf "$D/q"
-        sel=$(ctl quote --nonce "$nonce" --out "$D/q" "$@" | sed -n 's/.*selection \([^)]*\)).*/\1/p')
-        [ -n "$sel" ] || fail "no quote"
-        echo "quote selection: $sel"
-        tpm2_checkquote -u "$D/q/ak.pub.pem" -m "$D/q/quote.msg" -s "$D/q/quote.sig" -f "$D/q/pcrs.out" \
-                -l "$sel" -g sha256 -q "$nonce" >/dev/null || fail "tpm2_checkquote rejected the quote"
-        ctl verify "$D/q" | tee "$D/verify.txt" || fail "iverctl verify rejected the quote"
-        python3 - "$D/verify.txt" <<'PY' || fail "the PCR does not hold the whole list"
-import re, sys
-m = re.search(r"list of (\d+) entries, (\d+) replayed", open(sys.argv[1]).read())
-sys.exit(0 if m and m.group(1) == m.group(2) else 1)
-PY
-}
 verify_quote
 verify_quote --bank sha256
 grep -q '^sha256:23$' <<<"$(sed -n 's/.*selection \([^)]*\)).*/\1/p' <<<"$(ctl quote --nonce 00 --out "$D/q2" --bank sha256)")" ||
