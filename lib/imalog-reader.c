@@ -97,6 +97,8 @@ int iver_imalog_reader_next(IverImaReader *r, uint64_t end, IverImaEntry **ret) 
         size_t ext = 0;
         int k;
 
+        if (iver_imalog_reader_offset(r) >= end)
+                return 0;
         for (;;) {
                 k = iver_imalog_entry_binary_extent(r->buf + r->pos, r->len - r->pos, &ext);
                 if (k >= 0 && ext <= r->len - r->pos)
@@ -107,9 +109,11 @@ int iver_imalog_reader_next(IverImaReader *r, uint64_t end, IverImaEntry **ret) 
                 k = fill(r, end, k >= 0 ? ext : 0);
                 if (k < 0)
                         return k;
-                if (k == 0)
-                        return r->pos == r->len ? 0 : -ENODATA; /* clean end, or a record torn at end */
+                if (k == 0)     /* clean end, or a record torn at end */
+                        return r->pos == r->len ? 0 : -ENODATA;
         }
+        if (iver_imalog_reader_offset(r) + ext > end)
+                return -ENODATA;        /* buffered from a longer read, but past end */
         k = iver_imalog_entry_from_binary(r->buf + r->pos, ext, ret);
         if (k < 0)
                 return k;

@@ -171,6 +171,13 @@ START_TEST(test_reader) {
         /* an end inside a record: torn, not a clean end */
         iver_imalog_reader_seek(rd, ends[2]);
         ck_assert_int_eq(iver_imalog_reader_next(rd, ends[3] - 1, &e), -ENODATA);
+        /* an end before what the buffer holds: records past it stay unread */
+        iver_imalog_reader_seek(rd, 0);
+        ck_assert_int_eq(iver_imalog_reader_next(rd, ends[3], &e), 1);
+        iver_imalog_entry_free(e);
+        uint64_t second = iver_imalog_reader_offset(rd);
+        ck_assert_int_eq(iver_imalog_reader_next(rd, second, &e), 0);
+        ck_assert_int_eq(iver_imalog_reader_next(rd, second + 1, &e), -ENODATA);
         /* seek back to a boundary */
         iver_imalog_reader_seek(rd, ends[0]);
         ck_assert_int_eq(iver_imalog_reader_next(rd, ends[3], &e), 1);
