@@ -7,18 +7,22 @@
 # One iverd with 4 workers on a tree of 1,500 files: the initial scan,
 # settle, then 3 writers rewriting, creating and deleting files while
 # iverctl asks for stats, list, remeasure and rescan; settle; reload; the
-# snapshot save at stop. Fails if iverd dies, a verb fails or the digests
-# do not match sha256sum at the end.
+# snapshot save at stop. With swtpm installed the list goes to a swtpm too,
+# so the TPM thread (extends read back from the list file, resyncs, quotes)
+# and the list's sync thread run under TSan with the rest, and a quote taken
+# after the load must verify with the whole list replayed. Fails if iverd
+# dies, a verb fails or the digests do not match sha256sum at the end.
 set -euo pipefail
 B=${IVER_BUILD_DIR:?IVER_BUILD_DIR: a build dir configured with -DIVER_TSAN=ON}
 IVERD=$B/iverd IVERCTL=$B/iverctl
 W=$(mktemp -d /tmp/iverd-tsan.XXXXXX)
-PID=
+PID= SWTPM_PID=
 WRITERS=()
 cleanup() {
         local p
         for p in "${WRITERS[@]}"; do kill "$p" 2>/dev/null || true; done
         if [[ -n $PID ]]; then kill -9 "$PID" 2>/dev/null || true; fi
+        if [[ -n $SWTPM_PID ]]; then kill "$SWTPM_PID" 2>/dev/null || true; wait "$SWTPM_PID" 2>/dev/null || true; fi
         rm -rf "$W"
 }
 trap cleanup EXIT
@@ -38,8 +42,19 @@ printf 'measure path=%s/tree/** hash=sha256\n' "$W" >"$W/policy"
 SOCK=$W/run/iverd.sock
 ctl() { run "$IVERCTL" --socket "$SOCK" "$@"; }
 
-IVERD_LOG_STDERR=1 setarch "$(uname -m)" -R "$IVERD" --policy "$W/policy" --runtime-dir "$W/run" --state-dir "$W/state" \
-        --tpm none --workers 4 2>"$W/iverd.log" &
+TPM=none
+if command -v swtpm >/dev/null; then
+        mkdir -p "$W/tpm"
+        swtpm socket --tpm2 --server type=unixio,path="$W/swtpm.sock" --ctrl type=unixio,path="$W/swtpm.sock.ctrl" \
+                --tpmstate dir="$W/tpm" --flags startup-clear,not-need-init >"$W/swtpm.log" 2>&1 &
+        SWTPM_PID=$!
+        for ((i = 0; i < 100; i++)); do [[ -S $W/swtpm.sock ]] && break; sleep 0.05; done
+        [[ -S $W/swtpm.sock ]] || fail "swtpm did not start"
+        TPM="swtpm:path=$W/swtpm.sock --pcr 23"
+fi
+# shellcheck disable=SC2086 # TPM holds the option and its PCR
+IVERD_LOG_STDERR=1 TSS2_LOG=all+none setarch "$(uname -m)" -R "$IVERD" --policy "$W/policy" --runtime-dir "$W/run" \
+        --state-dir "$W/state" --tpm $TPM --workers 4 2>"$W/iverd.log" &
 PID=$!
 for ((i = 0; i < 600; i++)); do
         [[ -S $SOCK ]] && break
@@ -89,6 +104,15 @@ while read -r sum path; do
 done < <(find "$W/tree" -type f -print0 | xargs -0 sha256sum)
 echo "checked $n files against sha256sum"
 ((bad == 0)) || fail "$bad files with a wrong cached digest"
+if [[ -n $SWTPM_PID ]]; then
+        for ((i = 0; i < 600; i++)); do
+                [[ $(ctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['pending_extends'])") == 0 ]] && break
+                sleep 0.1
+        done
+        ctl quote --nonce 0123456789abcdef --out "$W/q" >/dev/null || fail "quote"
+        ctl verify "$W/q" | tee "$W/verify.txt" || fail "the quote does not verify"
+        grep -qE "list of ([0-9]+) entries, \1 replayed" "$W/verify.txt" || fail "the PCR does not hold the whole list"
+fi
 
 kill -TERM "$PID"
 rc=0
