@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 
+from . import report_bulk
 from .common import A, log
 from .workloads import WORKLOADS
 
@@ -38,11 +39,24 @@ def det_str(det, made_):
     return ", ".join(parts) if parts else "none made"
 
 
+# older results.json name some contenders differently
+ALIASES = {"iverd (events)": ("iverd (inotify)",)}
+
+
 def row_of(rows, name):
-    for r in rows:
-        if r["c"] == name:
-            return r
+    for n in (name, *ALIASES.get(name, ())):
+        for r in rows:
+            if r["c"] == n:
+                return r
     return None
+
+
+def wl_of(tr, name):
+    """Workload name of tree result tr, or None where these results predate it."""
+    return tr["workloads"].get(name)
+
+
+NOT_MEASURED = "not measured"
 
 
 PLOT_CONTENDERS = ["iverd (events)", "iverd (rescan)", "atime heuristic (ledger)", "mtime heuristic (ledger)",
@@ -150,9 +164,17 @@ def report(R):
       f"engineers' builds and tests, so wall times (and, less so, CPU times) carry contention noise; "
       f"ratios are taken from one run, side by side.\n")
     trees = ", ".join(f"{t[0]} ({t[1]:,} files, {t[2] >> 20} MiB, seed {t[3]})" for t in R["trees"])
-    P(f"**Trees:** {trees}; scale run: {R['scale']['files']:,} files of 10–20 bytes"
-      + (" (quick mode: 100,000 files instead of 1,000,000; the 1M figure is extrapolated)" if R["mode"] == "quick" else "")
-      + ". Each tree is generated on a fresh loop-mounted ext4 and xfs image mounted `strictatime`.\n")
+    if not R["results"]:
+        P("**Trees:** not measured in this run (only the bulk workload).\n")
+    else:
+        P(f"**Trees:** {trees}; scale run: "
+          + (f"{R['scale']['files']:,} files of 10–20 bytes" if R["scale"] else NOT_MEASURED)
+          + (" (quick mode: 100,000 files instead of 1,000,000; the 1M figure is extrapolated)"
+             if R["mode"] == "quick" and R["scale"] else "")
+          + ". Each tree is generated on a fresh loop-mounted ext4 and xfs image mounted `strictatime`.\n")
+    missing = [w for w in WORKLOADS if any(w not in tr["workloads"] for tr in R["results"])]
+    if missing:
+        P(f"**These results predate the {', '.join(missing)} workload(s): reported as not measured.**\n")
     if R["mode"] == "quick" and os.path.exists(os.path.join(A.out, "full", "REPORT.md")):
         P("The report of a full run (1 GiB medium tree, 1,000,000-file scale run) on the same machine is in "
           "[full/REPORT.md](full/REPORT.md).\n")
@@ -201,6 +223,9 @@ iverd's ctime cookie).
             tr = next((x for x in R["results"] if x["fs"] == fs and x["tree"] == t[0]), None)
             if not tr:
                 continue
+            if not wl_of(tr, "mixed"):
+                P(f"| {fs}, {t[0]}, mixed: CPU ratios | {NOT_MEASURED} | – |")
+                continue
             rows = tr["workloads"]["mixed"]["rows"]
             ib, ia = row_of(rows, "iverd (rescan)"), row_of(rows, "iverd (events)")
             ai, su = row_of(rows, "aide --check (sha256)"), row_of(rows, "sha256sum (full re-hash)")
@@ -212,7 +237,10 @@ iverd's ctime cookie).
                 P(f"| {fs}, {t[0]}, mixed: CPU of sha256sum ÷ iverd ({who}) ≥ 100× | "
                   f"{su['cpu']:.3f} s ÷ {r_['cpu']:.4f} s = **{rs:.1f}×** | {'yes' if rs >= 100 else '**no**'} |")
     for tr in R["results"]:
-        wl = tr["workloads"]["read-heavy"]
+        wl = wl_of(tr, "read-heavy")
+        if not wl:
+            P(f"| {tr['fs']}, {tr['tree']}, read-heavy: 0 re-hashes by iverd | {NOT_MEASURED} | – |")
+            continue
         rows = wl["rows"]
         ia, ib = row_of(rows, "iverd (events)"), row_of(rows, "iverd (rescan)")
         at = row_of(rows, "atime heuristic (ledger)")
@@ -221,7 +249,10 @@ iverd's ctime cookie).
           f"{ia['files']}, rescan {ib['files']}; atime heuristic {at['files']:,} "
           f"({1000 * at['files'] / max(1, wl['accesses']):.0f} per 1,000 reads) | {'yes' if ok else '**no**'} |")
     for tr in R["results"]:
-        wl = tr["workloads"]["tamper"]
+        wl = wl_of(tr, "tamper")
+        if not wl:
+            P(f"| {tr['fs']}, {tr['tree']}, tamper: iverd detects 100 % | {NOT_MEASURED} | – |")
+            continue
         n = wl["made"]["tamper"]
         rows = wl["rows"]
         parts = []
@@ -238,6 +269,8 @@ iverd's ctime cookie).
     for tr in R["results"]:
         wl = tr["workloads"].get("metadata")
         if not wl:
+            P(f"| {tr['fs']}, {tr['tree']}, metadata storm + tamper: iverd re-hashes only the tampered files | "
+              f"{NOT_MEASURED} | – |")
             continue
         rows, n, nt = wl["rows"], wl["made"].get("metadata", 0), wl["made"].get("tamper", 0)
         ia, mt = row_of(rows, "iverd (events)"), row_of(rows, "mtime heuristic (real run)")
@@ -268,12 +301,22 @@ iverd's ctime cookie).
     if lt:
         P(f"| change-to-list latency p99 ≤ 50 ms (no TPM) | p50 {lt['p50'] * 1e3:.1f} ms, p99 {lt['p99'] * 1e3:.1f} ms, "
           f"max {lt['max'] * 1e3:.1f} ms ({lt['got']}/{lt['n']} writes seen) | {'yes' if lt['p99'] <= 0.05 and not lt['lost'] else '**no**'} |")
+    if not R["results"]:
+        P(f"| avoided re-measurement (the read-heavy, mixed, tamper, churn and metadata workloads) | {NOT_MEASURED} | – |")
+    for t in report_bulk.targets(R.get("bulk")):
+        P(f"| bulk: {t['name']} | {t['detail']} | "
+          f"{'–' if t['met'] is None else ('yes' if t['met'] else '**no**')} |")
     P("")
+    # ---- bulk (issue 14)
+    out.extend(report_bulk.section(R.get("bulk")))
     # ---- plots
     P("## Plots\n")
     for p_, cap in R["plots"]:
         P(f"![{cap}]({p_})\n")
-    P(f"Plots drawn by {R['plot_tool']}" + (" (a PNG of each is next to the SVG)." if R['plot_tool'] == "gnuplot" else ".") + "\n")
+    if R["plots"]:
+        P(f"Plots drawn by {R['plot_tool']}" + (" (a PNG of each is next to the SVG)." if R['plot_tool'] == "gnuplot" else ".") + "\n")
+    else:
+        P("None: the ext4 medium tree was not measured in this run.\n")
     # ---- per tree tables
     P("## Per tree, per workload\n")
     P("Files / bytes re-hashed, wall and CPU time and peak RSS of one steady-state check of the tree after the workload; "
@@ -295,6 +338,9 @@ iverd's ctime cookie).
                 cpu = sec(r_.get("cpu"))
                 P(f"| {label} | {r_['c']} | {r_['files']:,} | {b} | {sec(r_.get('wall'))} | {cpu} | "
                   f"{det_str(r_['det'], wl['made'])} | {mib(r_['rss'] * 1024) if r_.get('rss') else '–'} |")
+        for wn in WORKLOADS:
+            if wn not in tr["workloads"]:
+                P(f"| **{wn}** | {NOT_MEASURED} | | | | | | |")
         P("")
         P("iverd detail (both daemons): new list entries, checks, hashing CPU (ledger `hash_cpu_ns`):\n")
         P("| workload | daemon | checks | new list entries | hash CPU s | remeasured | unchanged content | missed_by_mtime (ledger) |")
@@ -302,14 +348,17 @@ iverd's ctime cookie).
         for wn, wl in tr["workloads"].items():
             for who, key in (("events", "ledgerA"), ("rescan", "ledgerB")):
                 r_ = row_of(wl["rows"], f"iverd ({who})")
-                lg = wl[key]
+                lg = wl.get(key)
+                if not lg:
+                    continue
                 P(f"| {wn} | {who} | {r_['checks']:,} | {r_['new_entries']:,} | {r_['hash_cpu']:.4f} | "
                   f"{lg['remeasured']:,} | {lg['unchanged_content']:,} | {lg['missed_by_mtime']:,} |")
         P("")
     # ---- iverd extras
     P("## iverd alone\n")
-    P("### Unchanged-file check vs a bare statx (`build-bench/bench/bench-check_cost` on the ext4 mount)\n")
-    P("```\n" + cc.rstrip() + "\n```\n")
+    if cc:
+        P("### Unchanged-file check vs a bare statx (`build-bench/bench/bench-check_cost` on the ext4 mount)\n")
+        P("```\n" + cc.rstrip() + "\n```\n")
     ev = next((x.get("events") for x in R["results"] if x.get("events")), None)
     if ev:
         P("### Events per second (ext4, medium tree, events daemon)\n")
@@ -359,8 +408,10 @@ iverd's ctime cookie).
 
 def findings(R):
     F = []
-    miss_del = [f"{tr['fs']}/{tr['tree']}" for tr in R["results"]
-                if (row_of(tr["workloads"]["churn"]["rows"], "iverd (rescan)")["det"].get("deleted")
+    if not R["results"]:
+        return F
+    miss_del = [f"{tr['fs']}/{tr['tree']}" for tr in R["results"] if wl_of(tr, "churn")
+                and (row_of(tr["workloads"]["churn"]["rows"], "iverd (rescan)")["det"].get("deleted")
                     != tr["workloads"]["churn"]["made"].get("deleted"))]
     if miss_del:
         F.append("**Bug: a rescan never forgets a deleted file.** Without inotify (this benchmark's rescan mode, but "
@@ -379,6 +430,8 @@ def findings(R):
                                      f"{t} changes.**")
     med = [tr for tr in R["results"] if tr["tree"].startswith("medium")]
     for tr in med:
+        if not wl_of(tr, "mixed"):
+            continue
         rows = tr["workloads"]["mixed"]["rows"]
         ib, ia = row_of(rows, "iverd (rescan)"), row_of(rows, "iverd (events)")
         F.append(f"{tr['fs']}/{tr['tree']}, mixed: the rescan daemon's check costs {ib['cpu'] * 1e3:.1f} ms CPU for "
@@ -440,23 +493,29 @@ def findings(R):
 
 
 def finish(R):
+    """REPORT.md and the plots from R, which may come from an older run (or one part only): what it lacks is
+    reported as not measured."""
+    for k, v in (("results", []), ("trees", []), ("scale", {}), ("check_cost", "")):
+        if R.get(k) is None:
+            R[k] = v
+    R["plots"], tool = [], None
     # plots: the medium tree on ext4
-    med = next(x for x in R["results"] if x["fs"] == "ext4" and x["tree"].startswith("medium"))
-    groups = WORKLOADS
-    bytes_v = [[(row_of(med["workloads"][w]["rows"], c) or {}).get("bytes", 0) / (1 << 20) for c in PLOT_CONTENDERS]
-               for w in groups]
-    per1k = [[1000 * (row_of(med["workloads"][w]["rows"], c) or {}).get("files", 0) /
-              max(1, med["workloads"][w]["accesses"]) for c in PLOT_CONTENDERS] for w in groups]
-    R["plots"] = []
-    tool = plot(os.path.join(A.out, "bytes-hashed.svg"),
-                f"MiB hashed per steady-state check, {med['tree']} tree, ext4 (log scale; no bar = 0)", "MiB hashed",
-                groups, PLOT_CONTENDERS, bytes_v)
-    R["plots"].append(("bytes-hashed.svg", "MiB hashed per check, per contender and workload"))
-    plot(os.path.join(A.out, "rehashes-per-1000.svg"),
-         f"Files re-hashed per 1,000 file accesses (reads + writes + metadata ops), {med['tree']} tree, ext4 "
-         f"(log scale; no bar = 0)", "re-hashes / 1,000 accesses", groups, PLOT_CONTENDERS, per1k)
-    R["plots"].append(("rehashes-per-1000.svg", "re-hashes per 1,000 file accesses"))
+    med = next((x for x in R["results"] if x["fs"] == "ext4" and x["tree"].startswith("medium")), None)
+    if med:
+        groups = [w for w in WORKLOADS if w in med["workloads"]]
+        bytes_v = [[(row_of(med["workloads"][w]["rows"], c) or {}).get("bytes", 0) / (1 << 20) for c in PLOT_CONTENDERS]
+                   for w in groups]
+        per1k = [[1000 * (row_of(med["workloads"][w]["rows"], c) or {}).get("files", 0) /
+                  max(1, med["workloads"][w]["accesses"]) for c in PLOT_CONTENDERS] for w in groups]
+        tool = plot(os.path.join(A.out, "bytes-hashed.svg"),
+                    f"MiB hashed per steady-state check, {med['tree']} tree, ext4 (log scale; no bar = 0)", "MiB hashed",
+                    groups, PLOT_CONTENDERS, bytes_v)
+        R["plots"].append(("bytes-hashed.svg", "MiB hashed per check, per contender and workload"))
+        plot(os.path.join(A.out, "rehashes-per-1000.svg"),
+             f"Files re-hashed per 1,000 file accesses (reads + writes + metadata ops), {med['tree']} tree, ext4 "
+             f"(log scale; no bar = 0)", "re-hashes / 1,000 accesses", groups, PLOT_CONTENDERS, per1k)
+        R["plots"].append(("rehashes-per-1000.svg", "re-hashes per 1,000 file accesses"))
     R["plot_tool"] = tool
     R["findings"] = findings(R)
     report(R)
-    log(f"report written to {A.out}/REPORT.md (plots by {tool})")
+    log(f"report written to {A.out}/REPORT.md" + (f" (plots by {tool})" if tool else " (no plots)"))
