@@ -308,7 +308,7 @@ iverd's ctime cookie).
           f"{'–' if t['met'] is None else ('yes' if t['met'] else '**no**')} |")
     P("")
     # ---- bulk (issue 14)
-    out.extend(report_bulk.section(R.get("bulk")))
+    out.extend(report_bulk.section(R.get("bulk"), R["scale"], with_targets=False))
     # ---- plots
     P("## Plots\n")
     for p_, cap in R["plots"]:

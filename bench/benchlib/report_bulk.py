@@ -88,8 +88,10 @@ def mark(met):
     return "not measured" if met is None else ("met" if met else "MISSED")
 
 
-def section(B):
-    """The bulk section of REPORT.md (markdown lines); also what bench/run prints."""
+def section(B, scale=None, with_targets=True):
+    """The bulk section of REPORT.md (markdown lines; its targets are in REPORT.md's table, with_targets=False)
+    and what bench/run prints at the end. scale: the trees part's scale run (the whole daemon at 100,000 or
+    1,000,000 files), if it ran."""
     out = []
     P = out.append
     P("## Bulk: initial measurement at host scale, memory per file, churn soak (issue 14)\n")
@@ -99,6 +101,8 @@ def section(B):
     sz = B["sizes"]
     if sz.get("scale", 1) != 1:
         P(f"**Reduced sizes (--bulk-scale {sz['scale']:g}): development figures, not the issue's.**\n")
+    if "elapsed_s" in B:
+        P(f"This part took {B['elapsed_s']:.0f} s; load average {B['load_start']} at its start, {B['load_end']} at its end.\n")
     P(f"Initial measurement from nothing of {sz['small']:,} files of 10–200 bytes + {sz['small_big']:,} of 1 MiB "
       f"(small) and of {sz['large']:,} files of 1 MiB (large), on a tmpfs and on a loop-mounted ext4 (relatime) with the "
       f"page cache dropped before every run (`echo 3 > /proc/sys/vm/drop_caches`); "
@@ -119,7 +123,20 @@ def section(B):
     P("")
     e = B.get("empty_daemon")
     if e:
-        P(f"An iverd with nothing to measure: peak RSS {e['hwm_kib'] / 1024:.1f} MiB.\n")
+        P("**The whole daemon**, bytes of RSS per cached file above an iverd with nothing to measure "
+          f"(peak {e['hwm_kib'] / 1024:.1f} MiB, settled {e['rss_kib'] / 1024:.1f} MiB):\n")
+        P("| run | files | peak RSS MiB | peak B/file | settled RSS MiB | settled B/file | mean path bytes |")
+        P("|---|---:|---:|---:|---:|---:|---:|")
+        for r in B["rows"]:
+            if r["workload"] == "small" and r["contender"].startswith("iverd") and r.get("cached"):
+                P(f"| bulk {r['fs']}, {r['contender']} | {r['cached']:,} | {r['rss_kib'] / 1024:.1f} | "
+                  f"{(r['rss_kib'] - e['hwm_kib']) * 1024 / r['cached']:.0f} | {r['rss_settled_kib'] / 1024:.1f} | "
+                  f"{(r['rss_settled_kib'] - e['rss_kib']) * 1024 / r['cached']:.0f} | {r['path_bytes_per_file']:.0f} |")
+        if scale and scale.get("cached"):
+            sc = scale
+            P(f"| scale run ({sc['fs']}; the trees part) | {sc['cached']:,} | {sc['hwm_kib'] / 1024:.1f} | – | "
+              f"{sc['rss_kib'] / 1024:.1f} | {(sc['rss_kib'] - sc['base_rss_kib']) * 1024 / sc['cached']:.0f} | – |")
+        P("")
     if B.get("cache_mem"):
         P("**The cache alone** (`bench-cache_mem N`, /usr-like paths, ~24 files per directory):\n")
         P("| files | RSS B/file | path records B/file | beyond path records | unique path bytes/file | beyond unique path bytes | full path bytes/file |")
@@ -144,6 +161,9 @@ def section(B):
         P(f"- iverd (tests/integration/test-soak.sh): failed: `{d.get('failed', '').strip()[-200:]}`")
     if c or d:
         P("")
+    if not with_targets:
+        P("Its targets are in the Targets table above.\n")
+        return out
     P("**Targets**\n")
     for t in targets(B):
         P(f"- {mark(t['met'])}: {t['name']}: {t['detail']}")
