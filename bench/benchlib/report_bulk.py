@@ -109,7 +109,9 @@ def section(B, scale=None, with_targets=True):
       + ("one run each" if B["repeat"] == 1 else f"best of {B['repeat']}") +
       ". iverd: `--tpm none --on-access none`, default workers (one per CPU), wall from its start until `iverctl settle` "
       "returns, its list on tmpfs as /run is (\"list ext4\": its runtime directory on the ext4 under test); the others "
-      "run as `find -print0 | xargs -0 …`; aide with a sha256-only rule. CPU: user+system of every process. "
+      "run as `find -print0 | xargs -0 …` (xargs fills a 128 KiB command line: the small tree's paths make about a "
+      "hundred sha256sum commands that -P spreads over the cores, the large tree's 1,024 paths fit in one, so -P "
+      "changes nothing there); aide with a sha256-only rule. CPU: user+system of every process. "
       "Peak RSS B/file: iverd's VmHWM ÷ files (the whole daemon).\n")
     P("| fs | workload | contender | files | MB | wall s | CPU s | MB/s | files/s | peak RSS B/file |")
     P("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
