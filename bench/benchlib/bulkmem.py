@@ -30,7 +30,8 @@ def daemon_soak(replacements, tree):
     with open(outp, "w") as f:
         p = subprocess.Popen(["bash", os.path.join(A.src, "tests", "integration", "test-soak.sh")], env=env,
                              stdout=f, stderr=subprocess.STDOUT)
-        track(p)      # interrupted: bench/run's cleanup sends it SIGTERM (its trap then cleans up) and reaps it
+        # interrupted: bench/run's cleanup sends it SIGTERM; its trap stops its iverd, unmounts, detaches
+        track(p, grace=120)
         p.wait()
         untrack(p)
     with open(outp) as f:
