@@ -157,7 +157,7 @@ def section(B, scale=None, with_targets=True):
     if d and "rss_start_kib" in d:
         P(f"- iverd (tests/integration/test-soak.sh, {d['replacements']:,} replacements among {d['tree']:,} other files, "
           f"settled after each round of 500, RSS after four warm-up rounds → after the soak): {d['rss_start_kib']:,} → "
-          f"{d['rss_end_kib']:,} kB ({d['growth_pct']:+.2f} %); {d['hashed']:,} replacements hashed in {d['soak_s']} s; "
+          f"{d['rss_end_kib']:,} kB ({d['growth_pct']:+.2f} %); the {d['replacements']:,} replacements took {d['soak_s']} s, {d['hashed']:,} files hashed; "
           f"test {'PASS' if d['passed'] else 'FAIL'}")
     elif d:
         P(f"- iverd (tests/integration/test-soak.sh): failed: `{d.get('failed', '').strip()[-200:]}`")
