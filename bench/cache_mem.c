@@ -6,7 +6,7 @@
  *   bench-cache_mem [N]            RSS per file at N files (default 1000000)
  *   bench-cache_mem --churn F R    F files, R rename-over replacements
  *
- * Prints "key value" lines that bench/bulk parses. */
+ * Prints "key value" lines that bench/run (bench/benchlib/bulkmem.py) parses. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

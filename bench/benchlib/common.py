@@ -10,6 +10,7 @@ import types
 
 A = types.SimpleNamespace()   # run settings, filled in by bench/run (never rebound)
 PROCS = {}        # pid -> Popen of every process we started and have not reaped
+GRACE = {}        # pid -> seconds it may take to end after SIGTERM (default 10)
 T0 = time.monotonic()
 
 
@@ -27,16 +28,19 @@ def on_signal(signum, frame):
     raise SystemExit(128 + signum)
 
 
-def track(p):
+def track(p, grace=10):
     PROCS[p.pid] = p
+    GRACE[p.pid] = grace
 
 
 def untrack(p):
     PROCS.pop(p.pid, None)
+    GRACE.pop(p.pid, None)
 
 
 def kill_all():
-    """SIGTERM every process we started (by pid), reap it, SIGKILL what does not end within 10 s."""
+    """SIGTERM every process we started (by pid), reap it, SIGKILL what does not end within its grace
+    (10 s; longer for a test script that cleans up its own mounts on SIGTERM)."""
     for pid in list(PROCS):
         try:
             os.kill(pid, signal.SIGTERM)
@@ -44,11 +48,11 @@ def kill_all():
             pass
     for pid, p in list(PROCS.items()):
         try:
-            p.wait(10)
+            p.wait(GRACE.get(pid, 10))
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
-        PROCS.pop(pid, None)
+        untrack(p)
 
 def run_measured(cmd, stdout=None, env=None):
     """Run cmd under runm: (wall s, cpu s (user+sys of it and its children), peak RSS KiB, rc)."""

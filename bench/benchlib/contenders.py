@@ -11,11 +11,13 @@ from .common import A, ctl, run_measured, track, untrack
 
 
 class Daemon:
-    def __init__(self, name, tree, rescan_only=False, runtime_on_disk=False):
+    def __init__(self, name, tree, rescan_only=False, runtime_on_disk=False, runtime_parent=None):
+        """runtime_parent: where the runtime directory (the list) goes; default A.rt (tmpfs), or the
+        daemon's own directory on the root disk with runtime_on_disk."""
         self.name, self.tree = name, tree
         self.dir = os.path.join(A.work, "d-" + name)
         os.makedirs(self.dir)
-        self.run = os.path.join(self.dir if runtime_on_disk else A.rt, "run-" + name)
+        self.run = os.path.join(runtime_parent or (self.dir if runtime_on_disk else A.rt), "run-" + name)
         self.sock = os.path.join(self.run, "iverd.sock")
         self.ascii = os.path.join(self.run, "ascii_runtime_measurements")
         with open(os.path.join(self.dir, "policy"), "w") as f:

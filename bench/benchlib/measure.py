@@ -334,18 +334,10 @@ def check_cost(mnt):
     return r.stdout
 
 
-def measure(fss):
-    """Every tree on every filesystem, the scale run and bench-check_cost; writes results.json."""
-    quick = A.mode == "quick"
+def new_results():
+    """The results of this run so far: settings and the machine."""
     A.reads = 3
-    A.storm_files, A.storm_s = (1000, 3) if quick else (2000, 10)
-    A.lat_n = 200 if quick else 500
-    trees = [("small", 1000, 100 << 20, 1),
-             ("medium-reduced", 10000, 256 << 20, 2) if quick else ("medium", 10000, 1 << 30, 2)]
-    scale_n = 100_000 if quick else 1_000_000
-    with open(os.path.join(A.work, "heur.py"), "w") as f:
-        f.write(HEUR)
-    R = {"mode": A.mode, "cmdline": A.cmdline, "trees": trees, "reads": A.reads, "results": [],
+    R = {"mode": A.mode, "cmdline": A.cmdline, "trees": [], "reads": A.reads, "results": [],
          "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     R["machine"] = dict(cores=os.cpu_count(), kernel=os.uname().release,
                         cpu=sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip(),
@@ -357,12 +349,30 @@ def measure(fss):
                         aide=sh("aide --version 2>&1 | head -1"),
                         coreutils="coreutils " + sh("dpkg-query -W -f='${Version}' coreutils"),
                         gnuplot=sh("gnuplot --version") or "no gnuplot")
+    return R
+
+
+def measure(R, fss):
+    """Every tree on every filesystem, the scale run and bench-check_cost, into R."""
+    quick = A.mode == "quick"
+    A.storm_files, A.storm_s = (1000, 3) if quick else (2000, 10)
+    A.lat_n = 200 if quick else 500
+    trees = [("small", 1000, 100 << 20, 1),
+             ("medium-reduced", 10000, 256 << 20, 2) if quick else ("medium", 10000, 1 << 30, 2)]
+    scale_n = 100_000 if quick else 1_000_000
+    with open(os.path.join(A.work, "heur.py"), "w") as f:
+        f.write(HEUR)
+    R["trees"] = trees
     ext4 = next(x for x in fss if x[0] == "ext4")
     R["check_cost"] = check_cost(ext4[1])
     for fs, mnt, ro in fss:
         for t in trees:
             R["results"].append(run_tree(fs, mnt, ro, *t))
     R["scale"] = scale_run("ext4", ext4[1], scale_n)
+
+
+def save(R):
+    """results.json, once every part has run."""
     R["machine"]["load_end"] = open("/proc/loadavg").read().split()[0]
     R["elapsed_s"] = time.time() - A.t_start
     os.makedirs(A.out, exist_ok=True)

@@ -27,13 +27,16 @@ class Mounts:
         self.work = tempfile.mkdtemp(prefix="iver-bench.", dir="/tmp")
         self.mounts = []      # mount points, in mount order
         self.loops = []       # loop devices we attached
+        self.images = {}      # mount point -> (loop device, image) of mount_image
         print(f"# work dir {self.work}", file=sys.stderr)
 
-    def mount_image(self, fs, size_mb):
-        """A fresh, empty fs (ext4 or xfs) on a loop device, mounted strictatime; returns the mount point."""
-        mnt = os.path.join(self.work, "mnt-" + fs)
+    def mount_image(self, fs, size_mb, name=None, opts="strictatime", mkfs_opts=()):
+        """A fresh, empty fs (ext4 or xfs) on a loop device, mounted with opts (strictatime unless told);
+        returns the mount point (work/mnt-NAME, NAME defaults to fs)."""
+        name = name or fs
+        mnt = os.path.join(self.work, "mnt-" + name)
         os.makedirs(mnt, exist_ok=True)
-        img = os.path.join(self.work, fs + ".img")
+        img = os.path.join(self.work, name + ".img")
         with open(img, "wb") as f:
             f.truncate(size_mb << 20)
         r = subprocess.run(["losetup", "--find", "--show", img], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -43,9 +46,10 @@ class Mounts:
             raise RuntimeError(f"losetup failed: {r.stderr.strip()}")
         dev = r.stdout.strip()
         self.loops.append(dev)
+        self.images[mnt] = (dev, img)
         mkfs = {"ext4": ["mkfs.ext4", "-q", "-F"], "xfs": ["mkfs.xfs", "-q", "-f"]}[fs]
-        subprocess.run([*mkfs, "--", dev], stdout=sys.stderr, check=True)
-        subprocess.run(["mount", "-t", fs, "-o", "strictatime", "--", dev, mnt], check=True)
+        subprocess.run([*mkfs, *mkfs_opts, "--", dev], stdout=sys.stderr, check=True)
+        subprocess.run(["mount", "-t", fs, "-o", opts, "--", dev, mnt], check=True)
         self.mounts.append(mnt)
         opts = subprocess.run(["findmnt", "-rn", "-o", "OPTIONS", "--", mnt], stdout=subprocess.PIPE,
                               text=True).stdout.strip()
@@ -63,6 +67,19 @@ class Mounts:
         os.makedirs(dst, exist_ok=True)
         subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "iver-bench-run", dst], check=True)
         self.mounts.append(dst)
+
+    def release(self, mnt):
+        """Unmount one mount of ours now (and detach its loop device, remove its image): frees its memory or
+        disk space before the next part; cleanup() does the same for whatever is left."""
+        if mnt not in self.mounts:
+            return
+        self._umount_one(mnt)
+        self.mounts.remove(mnt)
+        dev, img = self.images.pop(mnt, (None, None))
+        if dev:
+            self._detach_one(dev)
+            self.loops.remove(dev)
+            os.unlink(img)
 
     @staticmethod
     def _umount_one(mnt):

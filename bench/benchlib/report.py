@@ -1,12 +1,11 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """REPORT.md, the plots (gnuplot, or SVG drawn here) and the findings, from the results."""
-import math
 import os
 import re
-import shutil
-import subprocess
 
+from . import report_bulk
 from .common import A, log
+from .plots import plot
 from .workloads import WORKLOADS
 
 
@@ -38,102 +37,28 @@ def det_str(det, made_):
     return ", ".join(parts) if parts else "none made"
 
 
+# older results.json name some contenders differently
+ALIASES = {"iverd (events)": ("iverd (inotify)",)}
+
+
 def row_of(rows, name):
-    for r in rows:
-        if r["c"] == name:
-            return r
+    for n in (name, *ALIASES.get(name, ())):
+        for r in rows:
+            if r["c"] == n:
+                return r
     return None
+
+
+def wl_of(tr, name):
+    """Workload name of tree result tr, or None where these results predate it."""
+    return tr["workloads"].get(name)
+
+
+NOT_MEASURED = "not measured"
 
 
 PLOT_CONTENDERS = ["iverd (events)", "iverd (rescan)", "atime heuristic (ledger)", "mtime heuristic (ledger)",
                    "aide --check (sha256)", "sha256sum (full re-hash)"]
-
-
-def svg_bars(path, title, ylabel, groups, series, values, logy=True):
-    """Grouped bar chart, drawn by hand (no plotting package needed)."""
-    import math
-    W_, H_, L, R, T, B = 960, 520, 80, 20, 50, 150
-    colors = ["#1b9e77", "#66a61e", "#e6ab02", "#d95f02", "#7570b3", "#e7298a", "#666666"]
-    vmax = max([v for row in values for v in row if v] + [1])
-    top = 10 ** math.ceil(math.log10(vmax)) if logy else vmax * 1.1
-    def y(v):
-        if logy:
-            if v <= 0:
-                return H_ - B
-            return H_ - B - (H_ - B - T) * max(0.0, math.log10(max(v, 1)) / math.log10(top))
-        return H_ - B - (H_ - B - T) * v / top
-    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W_}" height="{H_}" font-family="sans-serif" font-size="12">',
-         f'<rect width="{W_}" height="{H_}" fill="white"/>',
-         f'<text x="{W_ / 2}" y="24" text-anchor="middle" font-size="15">{title}</text>',
-         f'<text x="16" y="{(H_ - B + T) / 2}" transform="rotate(-90 16 {(H_ - B + T) / 2})" text-anchor="middle">{ylabel}</text>']
-    ticks = [10 ** k for k in range(0, int(math.log10(top)) + 1)] if logy else [top * i / 5 for i in range(6)]
-    for t in ticks:
-        o.append(f'<line x1="{L}" x2="{W_ - R}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#ddd"/>')
-        o.append(f'<text x="{L - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{t:g}</text>')
-    gw = (W_ - L - R) / len(groups)
-    bw = gw * 0.8 / len(series)
-    for gi, g in enumerate(groups):
-        x0 = L + gi * gw + gw * 0.1
-        for si, s in enumerate(series):
-            v = values[gi][si]
-            yy = y(v)
-            o.append(f'<rect x="{x0 + si * bw:.1f}" y="{yy:.1f}" width="{bw - 2:.1f}" height="{H_ - B - yy:.1f}" '
-                     f'fill="{colors[si % len(colors)]}"><title>{s}: {v:g}</title></rect>')
-            if v == 0:
-                o.append(f'<text x="{x0 + si * bw + bw / 2:.1f}" y="{H_ - B - 3}" text-anchor="middle" '
-                         f'font-size="10">0</text>')
-        o.append(f'<text x="{x0 + gw * 0.4:.1f}" y="{H_ - B + 18}" text-anchor="middle">{g}</text>')
-    o.append(f'<line x1="{L}" x2="{W_ - R}" y1="{H_ - B}" y2="{H_ - B}" stroke="black"/>')
-    for si, s in enumerate(series):
-        lx, ly = L + (si % 3) * 290, H_ - B + 50 + (si // 3) * 22
-        o.append(f'<rect x="{lx}" y="{ly - 11}" width="14" height="14" fill="{colors[si % len(colors)]}"/>')
-        o.append(f'<text x="{lx + 20}" y="{ly}">{s}</text>')
-    o.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(o) + "\n")
-
-
-def gnuplot_bars(path, title, ylabel, groups, series, values):
-    if not shutil.which("gnuplot"):
-        return False
-    dat = os.path.join(A.work, os.path.basename(path) + ".dat")
-    with open(dat, "w") as f:
-        f.write("workload " + " ".join(f'"{s}"' for s in series) + "\n")
-        for g, row in zip(groups, values):
-            f.write(f'"{g}" ' + " ".join(f"{v:g}" for v in row) + "\n")
-    pos = [v for row in values for v in row if v > 0]
-    ymin = 10 ** math.floor(math.log10(min(pos))) if pos else 0.1
-    ok = True
-    for term, outp in (("svg size 960,520 dynamic font 'sans,11' background rgb 'white'", path),
-                       ("pngcairo size 960,520 font 'sans,10' background rgb 'white'", path[:-4] + ".png")):
-        ok = gnuplot_one(term, outp, title, ylabel, dat, series, ymin) and ok
-    return ok
-
-
-def gnuplot_one(term, path, title, ylabel, dat, series, ymin):
-    script = f"""set terminal {term}
-set output '{path}'
-set title '{title}'
-set ylabel '{ylabel}'
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set logscale y
-set yrange [{ymin:g}:*]
-set grid ytics
-set key outside bottom center horizontal maxcols 3
-set xtics nomirror
-plot for [i=2:{len(series) + 1}] '{dat}' using i:xtic(1) title columnheader(i)
-"""
-    r = subprocess.run(["gnuplot"], input=script, text=True, stderr=subprocess.PIPE)
-    return r.returncode == 0 and os.path.getsize(path) > 0
-
-
-def plot(path, title, ylabel, groups, series, values):
-    if gnuplot_bars(path, title, ylabel, groups, series, values):
-        return "gnuplot"
-    svg_bars(path, title, ylabel, groups, series, values)
-    return "python"
 
 
 def report(R):
@@ -141,7 +66,7 @@ def report(R):
     P = out.append
     m = R["machine"]
     P("# iverd benchmark: avoided re-measurement vs heuristics, AIDE and a full re-hash\n")
-    P(f"Generated by `{R['cmdline']}` (issue 8) on {R['date']}, mode **{R['mode']}**, "
+    P(f"Generated by `{R['cmdline']}` (issues 8 and 14) on {R['date']}, mode **{R['mode']}**, "
       f"total run time {R['elapsed_s']:.0f} s.\n")
     P(f"**Machine:** {m['cores']} cores ({m['cpu']}), Linux {m['kernel']}, {m['mem_gib']:.0f} GiB RAM, "
       f"Debian {m['debian']}; iverd {m['git']} built {m['build_type']} in `build-bench/`; "
@@ -150,9 +75,17 @@ def report(R):
       f"engineers' builds and tests, so wall times (and, less so, CPU times) carry contention noise; "
       f"ratios are taken from one run, side by side.\n")
     trees = ", ".join(f"{t[0]} ({t[1]:,} files, {t[2] >> 20} MiB, seed {t[3]})" for t in R["trees"])
-    P(f"**Trees:** {trees}; scale run: {R['scale']['files']:,} files of 10–20 bytes"
-      + (" (quick mode: 100,000 files instead of 1,000,000; the 1M figure is extrapolated)" if R["mode"] == "quick" else "")
-      + ". Each tree is generated on a fresh loop-mounted ext4 and xfs image mounted `strictatime`.\n")
+    if not R["results"]:
+        P("**Trees:** not measured in this run (only the bulk workload).\n")
+    else:
+        P(f"**Trees:** {trees}; scale run: "
+          + (f"{R['scale']['files']:,} files of 10–20 bytes" if R["scale"] else NOT_MEASURED)
+          + (" (quick mode: 100,000 files instead of 1,000,000; the 1M figure is extrapolated)"
+             if R["mode"] == "quick" and R["scale"] else "")
+          + ". Each tree is generated on a fresh loop-mounted ext4 and xfs image mounted `strictatime`.\n")
+    missing = [w for w in WORKLOADS if any(w not in tr["workloads"] for tr in R["results"])]
+    if missing:
+        P(f"**These results predate the {', '.join(missing)} workload(s): reported as not measured.**\n")
     if R["mode"] == "quick" and os.path.exists(os.path.join(A.out, "full", "REPORT.md")):
         P("The report of a full run (1 GiB medium tree, 1,000,000-file scale run) on the same machine is in "
           "[full/REPORT.md](full/REPORT.md).\n")
@@ -201,6 +134,9 @@ iverd's ctime cookie).
             tr = next((x for x in R["results"] if x["fs"] == fs and x["tree"] == t[0]), None)
             if not tr:
                 continue
+            if not wl_of(tr, "mixed"):
+                P(f"| {fs}, {t[0]}, mixed: CPU ratios | {NOT_MEASURED} | – |")
+                continue
             rows = tr["workloads"]["mixed"]["rows"]
             ib, ia = row_of(rows, "iverd (rescan)"), row_of(rows, "iverd (events)")
             ai, su = row_of(rows, "aide --check (sha256)"), row_of(rows, "sha256sum (full re-hash)")
@@ -212,7 +148,10 @@ iverd's ctime cookie).
                 P(f"| {fs}, {t[0]}, mixed: CPU of sha256sum ÷ iverd ({who}) ≥ 100× | "
                   f"{su['cpu']:.3f} s ÷ {r_['cpu']:.4f} s = **{rs:.1f}×** | {'yes' if rs >= 100 else '**no**'} |")
     for tr in R["results"]:
-        wl = tr["workloads"]["read-heavy"]
+        wl = wl_of(tr, "read-heavy")
+        if not wl:
+            P(f"| {tr['fs']}, {tr['tree']}, read-heavy: 0 re-hashes by iverd | {NOT_MEASURED} | – |")
+            continue
         rows = wl["rows"]
         ia, ib = row_of(rows, "iverd (events)"), row_of(rows, "iverd (rescan)")
         at = row_of(rows, "atime heuristic (ledger)")
@@ -221,7 +160,10 @@ iverd's ctime cookie).
           f"{ia['files']}, rescan {ib['files']}; atime heuristic {at['files']:,} "
           f"({1000 * at['files'] / max(1, wl['accesses']):.0f} per 1,000 reads) | {'yes' if ok else '**no**'} |")
     for tr in R["results"]:
-        wl = tr["workloads"]["tamper"]
+        wl = wl_of(tr, "tamper")
+        if not wl:
+            P(f"| {tr['fs']}, {tr['tree']}, tamper: iverd detects 100 % | {NOT_MEASURED} | – |")
+            continue
         n = wl["made"]["tamper"]
         rows = wl["rows"]
         parts = []
@@ -238,6 +180,8 @@ iverd's ctime cookie).
     for tr in R["results"]:
         wl = tr["workloads"].get("metadata")
         if not wl:
+            P(f"| {tr['fs']}, {tr['tree']}, metadata storm + tamper: iverd re-hashes only the tampered files | "
+              f"{NOT_MEASURED} | – |")
             continue
         rows, n, nt = wl["rows"], wl["made"].get("metadata", 0), wl["made"].get("tamper", 0)
         ia, mt = row_of(rows, "iverd (events)"), row_of(rows, "mtime heuristic (real run)")
@@ -268,12 +212,22 @@ iverd's ctime cookie).
     if lt:
         P(f"| change-to-list latency p99 ≤ 50 ms (no TPM) | p50 {lt['p50'] * 1e3:.1f} ms, p99 {lt['p99'] * 1e3:.1f} ms, "
           f"max {lt['max'] * 1e3:.1f} ms ({lt['got']}/{lt['n']} writes seen) | {'yes' if lt['p99'] <= 0.05 and not lt['lost'] else '**no**'} |")
+    if not R["results"]:
+        P(f"| avoided re-measurement (the read-heavy, mixed, tamper, churn and metadata workloads) | {NOT_MEASURED} | – |")
+    for t in report_bulk.targets(R.get("bulk")):
+        P(f"| bulk: {t['name']} | {t['detail']} | "
+          f"{'–' if t['met'] is None else ('yes' if t['met'] else '**no**')} |")
     P("")
+    # ---- bulk (issue 14)
+    out.extend(report_bulk.section(R.get("bulk"), R["scale"], with_targets=False))
     # ---- plots
     P("## Plots\n")
     for p_, cap in R["plots"]:
         P(f"![{cap}]({p_})\n")
-    P(f"Plots drawn by {R['plot_tool']}" + (" (a PNG of each is next to the SVG)." if R['plot_tool'] == "gnuplot" else ".") + "\n")
+    if R["plots"]:
+        P(f"Plots drawn by {R['plot_tool']}" + (" (a PNG of each is next to the SVG)." if R['plot_tool'] == "gnuplot" else ".") + "\n")
+    else:
+        P("None: the ext4 medium tree was not measured in this run.\n")
     # ---- per tree tables
     P("## Per tree, per workload\n")
     P("Files / bytes re-hashed, wall and CPU time and peak RSS of one steady-state check of the tree after the workload; "
@@ -295,6 +249,9 @@ iverd's ctime cookie).
                 cpu = sec(r_.get("cpu"))
                 P(f"| {label} | {r_['c']} | {r_['files']:,} | {b} | {sec(r_.get('wall'))} | {cpu} | "
                   f"{det_str(r_['det'], wl['made'])} | {mib(r_['rss'] * 1024) if r_.get('rss') else '–'} |")
+        for wn in WORKLOADS:
+            if wn not in tr["workloads"]:
+                P(f"| **{wn}** | {NOT_MEASURED} | | | | | | |")
         P("")
         P("iverd detail (both daemons): new list entries, checks, hashing CPU (ledger `hash_cpu_ns`):\n")
         P("| workload | daemon | checks | new list entries | hash CPU s | remeasured | unchanged content | missed_by_mtime (ledger) |")
@@ -302,14 +259,17 @@ iverd's ctime cookie).
         for wn, wl in tr["workloads"].items():
             for who, key in (("events", "ledgerA"), ("rescan", "ledgerB")):
                 r_ = row_of(wl["rows"], f"iverd ({who})")
-                lg = wl[key]
+                lg = wl.get(key)
+                if not lg:
+                    continue
                 P(f"| {wn} | {who} | {r_['checks']:,} | {r_['new_entries']:,} | {r_['hash_cpu']:.4f} | "
                   f"{lg['remeasured']:,} | {lg['unchanged_content']:,} | {lg['missed_by_mtime']:,} |")
         P("")
     # ---- iverd extras
     P("## iverd alone\n")
-    P("### Unchanged-file check vs a bare statx (`build-bench/bench/bench-check_cost` on the ext4 mount)\n")
-    P("```\n" + cc.rstrip() + "\n```\n")
+    if cc:
+        P("### Unchanged-file check vs a bare statx (`build-bench/bench/bench-check_cost` on the ext4 mount)\n")
+        P("```\n" + cc.rstrip() + "\n```\n")
     ev = next((x.get("events") for x in R["results"] if x.get("events")), None)
     if ev:
         P("### Events per second (ext4, medium tree, events daemon)\n")
@@ -359,8 +319,10 @@ iverd's ctime cookie).
 
 def findings(R):
     F = []
-    miss_del = [f"{tr['fs']}/{tr['tree']}" for tr in R["results"]
-                if (row_of(tr["workloads"]["churn"]["rows"], "iverd (rescan)")["det"].get("deleted")
+    if not R["results"]:
+        return F
+    miss_del = [f"{tr['fs']}/{tr['tree']}" for tr in R["results"] if wl_of(tr, "churn")
+                and (row_of(tr["workloads"]["churn"]["rows"], "iverd (rescan)")["det"].get("deleted")
                     != tr["workloads"]["churn"]["made"].get("deleted"))]
     if miss_del:
         F.append("**Bug: a rescan never forgets a deleted file.** Without inotify (this benchmark's rescan mode, but "
@@ -379,6 +341,8 @@ def findings(R):
                                      f"{t} changes.**")
     med = [tr for tr in R["results"] if tr["tree"].startswith("medium")]
     for tr in med:
+        if not wl_of(tr, "mixed"):
+            continue
         rows = tr["workloads"]["mixed"]["rows"]
         ib, ia = row_of(rows, "iverd (rescan)"), row_of(rows, "iverd (events)")
         F.append(f"{tr['fs']}/{tr['tree']}, mixed: the rescan daemon's check costs {ib['cpu'] * 1e3:.1f} ms CPU for "
@@ -440,23 +404,29 @@ def findings(R):
 
 
 def finish(R):
+    """REPORT.md and the plots from R, which may come from an older run (or one part only): what it lacks is
+    reported as not measured."""
+    for k, v in (("results", []), ("trees", []), ("scale", {}), ("check_cost", "")):
+        if R.get(k) is None:
+            R[k] = v
+    R["plots"], tool = [], None
     # plots: the medium tree on ext4
-    med = next(x for x in R["results"] if x["fs"] == "ext4" and x["tree"].startswith("medium"))
-    groups = WORKLOADS
-    bytes_v = [[(row_of(med["workloads"][w]["rows"], c) or {}).get("bytes", 0) / (1 << 20) for c in PLOT_CONTENDERS]
-               for w in groups]
-    per1k = [[1000 * (row_of(med["workloads"][w]["rows"], c) or {}).get("files", 0) /
-              max(1, med["workloads"][w]["accesses"]) for c in PLOT_CONTENDERS] for w in groups]
-    R["plots"] = []
-    tool = plot(os.path.join(A.out, "bytes-hashed.svg"),
-                f"MiB hashed per steady-state check, {med['tree']} tree, ext4 (log scale; no bar = 0)", "MiB hashed",
-                groups, PLOT_CONTENDERS, bytes_v)
-    R["plots"].append(("bytes-hashed.svg", "MiB hashed per check, per contender and workload"))
-    plot(os.path.join(A.out, "rehashes-per-1000.svg"),
-         f"Files re-hashed per 1,000 file accesses (reads + writes + metadata ops), {med['tree']} tree, ext4 "
-         f"(log scale; no bar = 0)", "re-hashes / 1,000 accesses", groups, PLOT_CONTENDERS, per1k)
-    R["plots"].append(("rehashes-per-1000.svg", "re-hashes per 1,000 file accesses"))
+    med = next((x for x in R["results"] if x["fs"] == "ext4" and x["tree"].startswith("medium")), None)
+    if med:
+        groups = [w for w in WORKLOADS if w in med["workloads"]]
+        bytes_v = [[(row_of(med["workloads"][w]["rows"], c) or {}).get("bytes", 0) / (1 << 20) for c in PLOT_CONTENDERS]
+                   for w in groups]
+        per1k = [[1000 * (row_of(med["workloads"][w]["rows"], c) or {}).get("files", 0) /
+                  max(1, med["workloads"][w]["accesses"]) for c in PLOT_CONTENDERS] for w in groups]
+        tool = plot(os.path.join(A.out, "bytes-hashed.svg"),
+                    f"MiB hashed per steady-state check, {med['tree']} tree, ext4 (log scale; no bar = 0)", "MiB hashed",
+                    groups, PLOT_CONTENDERS, bytes_v)
+        R["plots"].append(("bytes-hashed.svg", "MiB hashed per check, per contender and workload"))
+        plot(os.path.join(A.out, "rehashes-per-1000.svg"),
+             f"Files re-hashed per 1,000 file accesses (reads + writes + metadata ops), {med['tree']} tree, ext4 "
+             f"(log scale; no bar = 0)", "re-hashes / 1,000 accesses", groups, PLOT_CONTENDERS, per1k)
+        R["plots"].append(("rehashes-per-1000.svg", "re-hashes per 1,000 file accesses"))
     R["plot_tool"] = tool
     R["findings"] = findings(R)
     report(R)
-    log(f"report written to {A.out}/REPORT.md (plots by {tool})")
+    log(f"report written to {A.out}/REPORT.md" + (f" (plots by {tool})" if tool else " (no plots)"))

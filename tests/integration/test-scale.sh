@@ -12,7 +12,7 @@
 #   - peak RSS (VmHWM) stays under IVER_SCALE_HWM_PER_FILE bytes a file
 #     (default 300: the list lives on disk) plus 16 MiB, and the cache alone stays under its target
 #     (bench-cache_mem: <= 150 bytes a file beyond path records, at 1,000,000);
-# Timings are printed, never asserted (bench/bulk has the speed targets).
+# Timings are printed, never asserted (the bulk workload of bench/run has the speed targets).
 # IVER_SCALE_FILES (default 200000; 50000 under CI=true, where the whole test
 # took 103 s at 200,000 on the shared 2-core machine) and IVER_SCALE_BIG
 # (default 20) resize it.

@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The bulk workload's part of the report (issue 14): the initial-measurement table, memory per
+file, the churn soak and the targets (met / missed). bench/run prints it at the end of a run
+and REPORT.md has it; results from before the bulk workload print "not measured"."""
+
+
+def find(B, fs, wl, contender):
+    for r in B.get("rows", []):
+        if r["fs"] == fs and r["workload"] == wl and r["contender"] == contender:
+            return r
+    return None
+
+
+def xargs_name(B):
+    return f"xargs -P{B.get('cores', 2)} sha256sum"
+
+
+def ratio_target(name, a, b, bound, fmt="%.2f s vs %.2f s (%.2f×)"):
+    if not a or not b:
+        return dict(name=name, met=None, detail="not measured")
+    return dict(name=name, met=a["wall"] <= bound * b["wall"],
+                detail=fmt % (a["wall"], b["wall"], a["wall"] / b["wall"]))
+
+
+def targets(B):
+    """Every bulk target as {name, met (True/False/None = not measured), detail}."""
+    if not B:
+        return [dict(name="bulk workload (issue 14)", met=None, detail="not measured")]
+    t = []
+    xn = xargs_name(B)
+    for fs in ("tmpfs", "ext4"):
+        for c in ("iverd", "iverd (list ext4)") if fs == "ext4" else ("iverd",):
+            i = find(B, fs, "small", c)
+            t.append(ratio_target(f"{c} on {fs}: {B['sizes']['small']:,} small files ≤ 2× sha256sum", i,
+                                  find(B, fs, "small", "sha256sum"), 2))
+            t.append(ratio_target(f"{c} on {fs}: small files ≤ 1.2× {xn} (the parallel floor)", i,
+                                  find(B, fs, "small", xn), 1.2))
+    workers = B.get("cores", 1)
+    for fs in ("tmpfs", "ext4"):
+        i, o = find(B, fs, "large", "iverd"), find(B, fs, "large", "openssl dgst -sha256")
+        name = f"iverd on {fs}: large files ≥ 0.9× openssl dgst -sha256 per worker ({workers} workers)"
+        if i and o:
+            ir, orate = i["bytes"] / i["wall"] / 1e6, o["bytes"] / o["wall"] / 1e6
+            t.append(dict(name=name, met=ir >= 0.9 * orate * workers,
+                          detail=f"{ir:.0f} MB/s vs {orate:.0f} MB/s × {workers} ({ir / orate / workers:.2f}× per worker)"))
+        else:
+            t.append(dict(name=name, met=None, detail="not measured"))
+    big = [m for m in B.get("cache_mem", []) if m["files"] >= 1_000_000 * B["sizes"].get("scale", 1)]
+    name = f"cache ≤ 150 B/file + path bytes at {B['sizes']['mem'][-1]:,} files (bench-cache_mem)"
+    if big:
+        m = big[-1]
+        t.append(dict(name=name, met=m["rss_per_file_beyond_path_records"] <= 150,
+                      detail=f"{m['rss_per_file_beyond_path_records']:.1f} B/file beyond {m['path_records_per_file']:.1f} "
+                             f"B/file of path records ({m['rss_per_file_beyond_unique_paths']:.1f} beyond the raw unique "
+                             f"path bytes)"))
+    else:
+        t.append(dict(name=name, met=None, detail="not measured"))
+    c = B.get("churn_cache")
+    name = "cache churn (500 files, rename-over): RSS within 3 %"
+    t.append(dict(name=name, met=abs(c["churn_rss_growth_pct"]) <= 3,
+                  detail=f"{c['churn_rss_start_kib']:.0f} → {c['churn_rss_end_kib']:.0f} KiB "
+                         f"({c['churn_rss_growth_pct']:+.2f} %) over {c['churn_replacements']:,.0f} replacements")
+             if c else dict(name=name, met=None, detail="not measured"))
+    d = B.get("churn_daemon")
+    name = "iverd churn soak (test-soak.sh): RSS within 3 %"
+    if d and "rss_start_kib" in d:
+        t.append(dict(name=name, met=abs(d["growth_pct"]) <= 3,
+                      detail=f"{d['rss_start_kib']:,} → {d['rss_end_kib']:,} kB ({d['growth_pct']:+.2f} %) over "
+                             f"{d['replacements']:,} replacements among {d['tree']:,} files"))
+    else:
+        t.append(dict(name=name, met=None if not d else False,
+                      detail="not measured" if not d else "test-soak.sh failed (see the run's log)"))
+    for fs in ("tmpfs", "ext4"):
+        i, e = find(B, fs, "small", "iverd"), B.get("empty_daemon")
+        name = f"iverd (whole daemon) on {fs}: ≤ 150 B/file + path bytes at {B['sizes']['small']:,} files"
+        if i and e and i.get("cached"):
+            per = (i["rss_kib"] - e["hwm_kib"]) * 1024 / i["cached"]
+            t.append(dict(name=name, met=per <= 150 + i["path_bytes_per_file"],
+                          detail=f"peak RSS {i['rss_kib'] / 1024:.1f} MiB − empty daemon {e['hwm_kib'] / 1024:.1f} MiB = "
+                                 f"{per:.0f} B/file vs 150 + {i['path_bytes_per_file']:.0f} B of path (settled: "
+                                 f"{(i['rss_settled_kib'] - e['rss_kib']) * 1024 / i['cached']:.0f} B/file)"))
+        else:
+            t.append(dict(name=name, met=None, detail="not measured"))
+    return t
+
+
+def mark(met):
+    return "not measured" if met is None else ("met" if met else "MISSED")
+
+
+def section(B, scale=None, with_targets=True):
+    """The bulk section of REPORT.md (markdown lines; its targets are in REPORT.md's table, with_targets=False)
+    and what bench/run prints at the end. scale: the trees part's scale run (the whole daemon at 100,000 or
+    1,000,000 files), if it ran."""
+    out = []
+    P = out.append
+    P("## Bulk: initial measurement at host scale, memory per file, churn soak (issue 14)\n")
+    if not B:
+        P("Not measured (these results predate the bulk workload, or the run left it out).\n")
+        return out
+    sz = B["sizes"]
+    if sz.get("scale", 1) != 1:
+        P(f"**Reduced sizes (--bulk-scale {sz['scale']:g}): development figures, not the issue's.**\n")
+    if "elapsed_s" in B:
+        P(f"This part took {B['elapsed_s']:.0f} s; load average {B['load_start']} at its start, {B['load_end']} at its end.\n")
+    P(f"Initial measurement from nothing of {sz['small']:,} files of 10–200 bytes + {sz['small_big']:,} of 1 MiB "
+      f"(small) and of {sz['large']:,} files of 1 MiB (large), on a tmpfs and on a loop-mounted ext4 (relatime) with the "
+      f"page cache dropped before every run (`echo 3 > /proc/sys/vm/drop_caches`); "
+      + ("one run each" if B["repeat"] == 1 else f"best of {B['repeat']}") +
+      ". iverd: `--tpm none --on-access none`, default workers (one per CPU), wall from its start until `iverctl settle` "
+      "returns, its list on tmpfs as /run is (\"list ext4\": its runtime directory on the ext4 under test); the others "
+      "run as `find -print0 | xargs -0 …` (xargs fills a 128 KiB command line: the small tree's paths make about a "
+      "hundred sha256sum commands that -P spreads over the cores, the large tree's 1,024 paths fit in one, so -P "
+      "changes nothing there); aide with a sha256-only rule. CPU: user+system of every process. "
+      "Peak RSS B/file: iverd's VmHWM ÷ files (the whole daemon).\n")
+    P("| fs | workload | contender | files | MB | wall s | CPU s | MB/s | files/s | peak RSS B/file |")
+    P("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in B["rows"]:
+        hwm = f"{r['rss_kib'] * 1024 / r['files']:.0f}" if r.get("rss_kib") and r["contender"].startswith("iverd") else ""
+        cold = " (cold)" if r.get("cold") else (" (warm)" if r["fs"] != "tmpfs" else "")
+        P(f"| {r['fs']}{cold} | {r['workload']} | {r['contender']} | {r['files']:,} | {r['bytes'] / 1e6:.0f} | "
+          f"{r['wall']:.2f} | {r['cpu']:.2f} | {r['bytes'] / 1e6 / r['wall']:.0f} | {r['files'] / r['wall']:.0f} | {hwm} |")
+    if not B.get("aide"):
+        P("\naide is not installed: no aide rows.")
+    P("")
+    e = B.get("empty_daemon")
+    if e:
+        P("**The whole daemon**, bytes of RSS per cached file above an iverd with nothing to measure "
+          f"(peak {e['hwm_kib'] / 1024:.1f} MiB, settled {e['rss_kib'] / 1024:.1f} MiB):\n")
+        P("| run | files | peak RSS MiB | peak B/file | settled RSS MiB | settled B/file | mean path bytes |")
+        P("|---|---:|---:|---:|---:|---:|---:|")
+        for r in B["rows"]:
+            if r["workload"] == "small" and r["contender"].startswith("iverd") and r.get("cached"):
+                P(f"| bulk {r['fs']}, {r['contender']} | {r['cached']:,} | {r['rss_kib'] / 1024:.1f} | "
+                  f"{(r['rss_kib'] - e['hwm_kib']) * 1024 / r['cached']:.0f} | {r['rss_settled_kib'] / 1024:.1f} | "
+                  f"{(r['rss_settled_kib'] - e['rss_kib']) * 1024 / r['cached']:.0f} | {r['path_bytes_per_file']:.0f} |")
+        if scale and scale.get("cached"):
+            sc = scale
+            P(f"| scale run ({sc['fs']}; the trees part) | {sc['cached']:,} | {sc['hwm_kib'] / 1024:.1f} | – | "
+              f"{sc['rss_kib'] / 1024:.1f} | {(sc['rss_kib'] - sc['base_rss_kib']) * 1024 / sc['cached']:.0f} | – |")
+        P("")
+    if B.get("cache_mem"):
+        P("**The cache alone** (`bench-cache_mem N`, /usr-like paths, ~24 files per directory):\n")
+        P("| files | RSS B/file | path records B/file | beyond path records | unique path bytes/file | beyond unique path bytes | full path bytes/file |")
+        P("|---:|---:|---:|---:|---:|---:|---:|")
+        for m in B["cache_mem"]:
+            P(f"| {m['files']:,.0f} | {m['rss_per_file']:.1f} | {m['path_records_per_file']:.1f} | "
+              f"{m['rss_per_file_beyond_path_records']:.1f} | {m['unique_path_bytes_per_file']:.1f} | "
+              f"{m['rss_per_file_beyond_unique_paths']:.1f} | {m['path_bytes_per_file']:.1f} |")
+        P("")
+    c, d = B.get("churn_cache"), B.get("churn_daemon")
+    if c or d:
+        P("**Churn soak** (500 files replaced dpkg-style, NAME.dpkg-new renamed over NAME, two versions alternating):\n")
+    if c:
+        P(f"- the cache alone (`bench-cache_mem --churn 500 {c['churn_replacements']:.0f}`): RSS "
+          f"{c['churn_rss_start_kib']:,.0f} → {c['churn_rss_end_kib']:,.0f} KiB ({c['churn_rss_growth_pct']:+.2f} %)")
+    if d and "rss_start_kib" in d:
+        P(f"- iverd (tests/integration/test-soak.sh, {d['replacements']:,} replacements among {d['tree']:,} other files, "
+          f"settled after each round of 500, RSS after four warm-up rounds → after the soak): {d['rss_start_kib']:,} → "
+          f"{d['rss_end_kib']:,} kB ({d['growth_pct']:+.2f} %); the {d['replacements']:,} replacements took {d['soak_s']} s, {d['hashed']:,} files hashed; "
+          f"test {'PASS' if d['passed'] else 'FAIL'}")
+    elif d:
+        P(f"- iverd (tests/integration/test-soak.sh): failed: `{d.get('failed', '').strip()[-200:]}`")
+    if c or d:
+        P("")
+    if not with_targets:
+        P("Its targets are in the Targets table above.\n")
+        return out
+    P("**Targets**\n")
+    for t in targets(B):
+        P(f"- {mark(t['met'])}: {t['name']}: {t['detail']}")
+    P("")
+    return out
