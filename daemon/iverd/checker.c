@@ -21,6 +21,7 @@
 #include "onaccess.h"
 #include "pathfd.h"
 #include "recheck.h"
+#include "walk.h"
 
 #define DISPATCH_BATCH 4096
 
@@ -140,10 +141,14 @@ static void job_decided(Manager *m, Job *j, const IverFileAttr *attr, const Iver
         j->audit = d && audited(m->gen, j->path, attr);
 }
 
-/* After the statx: policy, cache lookup, and (if may_submit) the hand-off
- * to a worker. Returns true when the check finished here (hit, not
- * measured), false when it needs hashing (submitted, or not if !may_submit). */
-static bool check_observed(Manager *m, const char *path, const IverStat *st, bool may_submit) {
+/* After the statx: policy, cache lookup, and the hand-off to a worker.
+ * path is the queue's (dispatch), or the walker's own (walked): then a miss
+ * takes a queue node in flight here and starts at once, on the walker's
+ * statx (no second look at dispatch). Returns true when the check finished
+ * here (hit, not measured) or, walked, was handed to a worker or joined a
+ * pending check of path; false when the queue must take it (dispatch: in a
+ * worker's hands). */
+static bool check_observed(Manager *m, const char *path, const IverStat *st, bool walked) {
         IverCheckOutcome o;
         IverPending p;
         int r;
@@ -179,11 +184,20 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
                 handle_outcome(m, path, &o, measure ? &d : NULL, &attr, -1, NULL, 0, false);
                 return true;
         }
-        if (!may_submit)
-                return false;
+        if (walked) {
+                const char *owned;
+                r = queue_push_inflight(m->queue, path, &owned);
+                if (r < 0)
+                        return false; /* the caller queues it, or says why it cannot */
+                if (r == 0)
+                        return true;  /* a check of path is pending: it looks again */
+                path = owned;
+        }
         Job *j = calloc(1, sizeof(*j));
         if (!j) {
                 m->errors++;
+                if (walked)
+                        queue_done(m->queue, path);
                 return true;
         }
         j->path = path;
@@ -193,7 +207,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
         j->opt.read_ima_xattr = flags & IVER_CHECK_SIGNATURE_BOUND;
         workers_submit(m->workers, j);
-        return false;
+        return walked;
 }
 
 void checker_closed(Manager *m, int fd, const char *path) {
@@ -345,7 +359,7 @@ static bool check_path(Manager *m, const char *path) {
                 }
                 return true;
         }
-        return check_observed(m, path, &st, true);
+        return check_observed(m, path, &st, false);
 }
 
 bool checker_scan_file(Manager *m, int dirfd, const char *name, const char *path) {
@@ -353,7 +367,11 @@ bool checker_scan_file(Manager *m, int dirfd, const char *name, const char *path
         /* relative to the open directory: no walk of the whole path */
         if (iver_context_stat(m->ctx, dirfd, name, &st) < 0)
                 return false; /* the queued check reports it */
-        return check_observed(m, path, &st, false);
+        return check_observed(m, path, &st, true);
+}
+
+bool checker_has_room(const Manager *m) {
+        return workers_light(m->workers) < m->max_inflight;
 }
 
 int checker_dispatch(sd_event_source *s, void *userdata) {
@@ -462,6 +480,7 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
         (void) (uses ? evidence_commit(m->evidence) : evidence_flush(m->evidence));
         onaccess_flushed(m->onaccess); /* after the commit: the entry is in the list file */
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_ONESHOT);
+        walk_resume(m->walk);
         manager_maybe_settled(m);
         return 0;
 }

@@ -24,11 +24,15 @@ bool checker_decide(Manager *m, const Generation *g, const char *path, const Ive
                     IverPolicyDecision *d, bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo,
                     unsigned *ret_flags);
 /* The walker's fast path for a file a scan found (name in the open directory
- * dirfd, full path path): a statx relative to dirfd and the cache lookup,
- * without a queue node. Returns true when done (the usual unchanged file);
- * false when the file must go through the queue (it needs hashing, or the
- * statx failed and the queued check will say why). */
+ * dirfd, full path path): a statx relative to dirfd and the cache lookup; a
+ * miss goes to a worker at once on that statx (a queue node in flight, so
+ * events meanwhile coalesce into it). Returns true when done (the usual
+ * unchanged file) or handed over; false when the file must go through the
+ * queue (the statx failed and the queued check will say why). Call it only
+ * while checker_has_room(). */
 bool checker_scan_file(Manager *m, int dirfd, const char *name, const char *path);
+/* Whether the pool takes more small files now (the in-flight window). */
+bool checker_has_room(const Manager *m);
 /* Worker eventfd: finish the jobs the pool has done. */
 int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 

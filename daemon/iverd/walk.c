@@ -35,6 +35,7 @@ struct Walk {
         sd_event_source *source;
         uint64_t files;
         uint64_t dirs_done, dirs_todo; /* for the progress estimate */
+        bool waiting;                  /* for room in the hashing window */
 };
 
 static int walk_step(sd_event_source *s, void *userdata);
@@ -94,6 +95,13 @@ bool walk_busy(const Walk *w) {
         return w->todo || w->cur;
 }
 
+void walk_resume(Walk *w) {
+        if (w->waiting && checker_has_room(w->m)) {
+                w->waiting = false;
+                (void) sd_event_source_set_enabled(w->source, SD_EVENT_ON);
+        }
+}
+
 uint64_t walk_files_seen(const Walk *w) {
         return w->files;
 }
@@ -108,6 +116,14 @@ static int walk_step(sd_event_source *s, void *userdata) {
         unsigned n = 0;
 
         while (n < STEP_ENTRIES) {
+                if (!checker_has_room(w->m)) {
+                        /* misses go to the workers from here: wait for
+                         * room (walk_resume) rather than queue paths that
+                         * would be looked at again at dispatch */
+                        w->waiting = true;
+                        (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                        break;
+                }
                 if (!w->cur) {
                         Dir *d = w->todo;
                         if (!d)
@@ -175,6 +191,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
                 /* symlinks are measured by their target string, never followed;
                  * FIFOs, sockets, devices: never measured */
         }
+        workers_flush(w->m->workers);
         (void) evidence_flush(w->m->evidence); /* symlinks measured on the way */
         if (!walk_busy(w)) {
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);

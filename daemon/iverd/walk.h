@@ -14,6 +14,9 @@ Walk *walk_free(Walk *w);
 /* Add a root to walk (deduplicated while walking). */
 int walk_add(Walk *w, const char *dir);
 bool walk_busy(const Walk *w);
+/* The walk waits while the hashing window is full (it hands misses to the
+ * workers itself); call when jobs came back. */
+void walk_resume(Walk *w);
 uint64_t walk_files_seen(const Walk *w);
 /* Directories read so far (all scans) and still to read. */
 void walk_dirs(const Walk *w, uint64_t *ret_done, uint64_t *ret_todo);
