@@ -561,6 +561,14 @@ static int store_digest(IverCache *c, CacheEntry *e, bool had_digest, const Iver
 }
 
 int iver_cache_put(IverCache *c, const IverEntry *src, const char *path, size_t path_len, uint32_t *ret_idx) {
+        if (path_len > UINT16_MAX)
+                return -ENAMETOOLONG;
+        return iver_cache_put_found(c, src, path, path_len, iver_cache_find_path(c, path, path_len),
+                                    iver_cache_find_inode(c, src->id.dev, src->id.ino), ret_idx);
+}
+
+int iver_cache_put_found(IverCache *c, const IverEntry *src, const char *path, size_t path_len, uint32_t holder,
+                         uint32_t idx, uint32_t *ret_idx) {
         int r;
 
         if (src->source < 0 || src->source >= _IVER_COOKIE_MAX)
@@ -572,8 +580,6 @@ int iver_cache_put(IverCache *c, const IverEntry *src, const char *path, size_t 
         size_t blen = path_len - dl;
 
         /* A path belongs to one entry: whoever held it before was replaced (rename-over). */
-        uint32_t holder = iver_cache_find_path(c, path, path_len);
-        uint32_t idx = iver_cache_find_inode(c, src->id.dev, src->id.ino);
         if (holder != IVER_CACHE_NONE && holder != idx) {
                 iver_cache_remove(c, holder);
                 idx = iver_cache_find_inode(c, src->id.dev, src->id.ino); /* may have moved */

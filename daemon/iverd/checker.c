@@ -148,7 +148,7 @@ static void job_decided(Manager *m, Job *j, const IverFileAttr *attr, const Iver
  * here (hit, not measured) or, walked, was handed to a worker or joined a
  * pending check of path; false when the queue must take it (dispatch: in a
  * worker's hands). */
-static bool check_observed(Manager *m, const char *path, const IverStat *st, bool walked) {
+static bool check_observed(Manager *m, const char *path, const IverStat *st, int64_t st_at, bool walked) {
         IverCheckOutcome o;
         IverPending p;
         int r;
@@ -203,6 +203,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
         j->path = path;
         job_decided(m, j, &attr, measure ? &d : NULL, appraise);
         j->pending = p;
+        j->stat_at = st_at;
         j->opt = iver_check_measure_options(m->ctx, &p);
         /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
         j->opt.read_ima_xattr = flags & IVER_CHECK_SIGNATURE_BOUND;
@@ -348,6 +349,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
  * (hit, not measured, error), false when handed to a worker. */
 static bool check_path(Manager *m, const char *path) {
         IverStat st;
+        int64_t at = iver_now_ns();
         int r = path_context_stat(m->ctx, path, &st);
         if (r < 0) {
                 if (r == -ENOENT || r == -ENOTDIR) {
@@ -359,19 +361,24 @@ static bool check_path(Manager *m, const char *path) {
                 }
                 return true;
         }
-        return check_observed(m, path, &st, false);
+        return check_observed(m, path, &st, at, false);
 }
 
 bool checker_scan_file(Manager *m, int dirfd, const char *name, const char *path) {
         IverStat st;
+        int64_t at = iver_now_ns();
         /* relative to the open directory: no walk of the whole path */
         if (iver_context_stat(m->ctx, dirfd, name, &st) < 0)
                 return false; /* the queued check reports it */
-        return check_observed(m, path, &st, true);
+        return check_observed(m, path, &st, at, true);
 }
 
 bool checker_has_room(const Manager *m) {
         return workers_light(m->workers) < m->max_inflight;
+}
+
+bool checker_window_low(const Manager *m) {
+        return workers_light(m->workers) <= m->max_inflight / 2;
 }
 
 int checker_dispatch(sd_event_source *s, void *userdata) {

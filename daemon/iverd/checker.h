@@ -33,6 +33,9 @@ bool checker_decide(Manager *m, const Generation *g, const char *path, const Ive
 bool checker_scan_file(Manager *m, int dirfd, const char *name, const char *path);
 /* Whether the pool takes more small files now (the in-flight window). */
 bool checker_has_room(const Manager *m);
+/* Whether it is at most half full: the walk resumes then, to hand over many
+ * files per wake-up rather than a few. */
+bool checker_window_low(const Manager *m);
 /* Worker eventfd: finish the jobs the pool has done. */
 int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 

@@ -410,8 +410,10 @@ int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
                 log_error_errno(r, "Cannot start %u hashing threads: %m", n);
                 goto fail;
         }
-        /* small files handed to the pool at a time: enough for batched hand-offs */
-        m->max_inflight = 32 * workers_count(m->workers);
+        /* small files handed to the pool at a time: enough for batched
+         * hand-offs, and for the workers to go on while the loop walks and
+         * finishes (the walk refills it from half full: checker_window_low) */
+        m->max_inflight = 128 * workers_count(m->workers);
         r = sd_event_add_io(m->event, &m->worker_source, workers_eventfd(m->workers), EPOLLIN, checker_workers_done, m);
         if (r < 0) {
                 log_error_errno(r, "Cannot watch the hashing threads: %m");

@@ -96,7 +96,7 @@ bool walk_busy(const Walk *w) {
 }
 
 void walk_resume(Walk *w) {
-        if (w->waiting && checker_has_room(w->m)) {
+        if (w->waiting && checker_window_low(w->m)) {
                 w->waiting = false;
                 (void) sd_event_source_set_enabled(w->source, SD_EVENT_ON);
         }

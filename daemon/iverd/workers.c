@@ -151,8 +151,8 @@ static int dir_of(DirCache *c, const char *path, const char **ret_name) {
 }
 
 /* Measure one job. Returns false, measuring nothing, when the file turned out
- * big although the loop's statx said small (it grew meanwhile: `truncate -s
- * 100G` creates, then extends): the caller hands it to the big list. */
+ * big although the loop's statx said small (it grew meanwhile): the caller
+ * hands it to the big list. */
 static bool run(Workers *w, Job *j, DirCache *c) {
         IverStat st;
         const char *name;
@@ -165,14 +165,22 @@ static bool run(Workers *w, Job *j, DirCache *c) {
                 j->r = workers_measure_path(j->path, &j->opt, &j->m);
         else if (dfd < 0)
                 j->r = dfd;
-        else {
+        else if (!j->big) {
+                /* the loop's statx (walk or dispatch) is the first attempt's
+                 * "before": no statx of our own. A file grown big since then
+                 * (`truncate -s 100G` creates, then extends) ends with -EFBIG
+                 * before anything is hashed, and goes to the big list. */
+                IverMeasureOptions o = j->opt;
+                o.max_size = BIG_FILE_BYTES - 1;
+                j->r = iver_measure_stat(dfd, name, &j->pending.st, j->stat_at, &o, &j->m);
+                if (j->r == -EFBIG) {
+                        j->big = true;
+                        return false;
+                }
+        } else {
                 int64_t at = iver_now_ns();
                 j->r = iver_stat(j->opt.statx, dfd, name, j->opt.source == IVER_COOKIE_STATX_VERSION, &st);
                 if (j->r >= 0) {
-                        if (!j->big && S_ISREG(st.mode) && st.size >= BIG_FILE_BYTES) {
-                                j->big = true;
-                                return false;
-                        }
                         j->r = iver_measure_stat(dfd, name, &st, at, &j->opt, &j->m);
                 }
         }

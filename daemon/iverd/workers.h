@@ -11,7 +11,8 @@
 typedef struct Job {
         struct Job *next;
         const char *path;          /* borrowed from the queue until finished */
-        IverPending pending;
+        IverPending pending;       /* pending.st: the loop's statx, taken at stat_at (iver_now_ns) */
+        int64_t stat_at;
         IverMeasureOptions opt;
         int r;                     /* iver_measure()'s return */
         IverMeasurement m;
