@@ -76,6 +76,10 @@ IverCookieTable *iver_context_cookies(IverContext *ctx) {
         return ctx->cookies;
 }
 
+iver_statx_fn iver_context_statx(const IverContext *ctx) {
+        return ctx->opt.statx;
+}
+
 void iver_check_invalidate(IverContext *ctx, const char *path) {
         uint32_t idx = iver_cache_find_path(ctx->cache, path, strlen(path));
         if (idx != IVER_CACHE_NONE)

@@ -364,13 +364,13 @@ static bool check_path(Manager *m, const char *path) {
         return check_observed(m, path, &st, at, false);
 }
 
-bool checker_scan_file(Manager *m, int dirfd, const char *name, const char *path) {
-        IverStat st;
-        int64_t at = iver_now_ns();
-        /* relative to the open directory: no walk of the whole path */
-        if (iver_context_stat(m->ctx, dirfd, name, &st) < 0)
-                return false; /* the queued check reports it */
-        return check_observed(m, path, &st, at, true);
+bool checker_scan_observed(Manager *m, const char *path, const IverStat *st, int64_t st_at) {
+        return check_observed(m, path, st, st_at, true);
+}
+
+void checker_stat_options(Manager *m, iver_statx_fn *ret_statx, bool *ret_want_version) {
+        *ret_statx = iver_context_statx(m->ctx);
+        *ret_want_version = iver_cookie_table_wants_version(iver_context_cookies(m->ctx));
 }
 
 bool checker_has_room(const Manager *m) {
@@ -460,6 +460,11 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
         bool uses = false;
         for (Job *j = workers_take_done(m->workers), *next; j; j = next) {
                 next = j->next;
+                if (j->stat) { /* the walk's statx batch */
+                        walk_stat_done(m->walk, j->stat);
+                        job_free(j);
+                        continue;
+                }
                 IverCheckOutcome o;
                 (void) iver_check_finish(m->ctx, j->path, &j->pending, j->r, &j->m, &o);
                 /* judged under the generation it was dispatched under (a reload
@@ -483,6 +488,7 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                         queue_done(m->queue, j->path);
                 job_free(j);
         }
+        workers_flush(m->workers); /* what the statx batches found to hash */
         /* a use waits for its entry on disk: no group commit delay for it */
         (void) (uses ? evidence_commit(m->evidence) : evidence_flush(m->evidence));
         onaccess_flushed(m->onaccess); /* after the commit: the entry is in the list file */

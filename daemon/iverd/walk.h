@@ -17,6 +17,10 @@ bool walk_busy(const Walk *w);
 /* The walk waits while the hashing window is full (it hands misses to the
  * workers itself); call when jobs came back. */
 void walk_resume(Walk *w);
+/* A statx batch of the walk's came back from the workers (the loop thread):
+ * each file goes on to its check. */
+typedef struct StatBatch StatBatch;
+void walk_stat_done(Walk *w, StatBatch *b);
 uint64_t walk_files_seen(const Walk *w);
 /* Directories read so far (all scans) and still to read. */
 void walk_dirs(const Walk *w, uint64_t *ret_done, uint64_t *ret_todo);

@@ -38,7 +38,7 @@ typedef struct List {
 struct Workers {
         pthread_mutex_t lock;
         pthread_cond_t cond;
-        List small, big, done;          /* under lock */
+        List stat, small, big, done;    /* under lock */
         unsigned big_running;           /* under lock */
         unsigned big_max;
         bool stopping;
@@ -219,7 +219,25 @@ static void run_batch(Workers *w, List *batch, List *ret_big) {
 }
 
 static bool has_work(const Workers *w) {
-        return w->small.head || (w->big.head && w->big_running < w->big_max);
+        return w->stat.head || w->small.head || (w->big.head && w->big_running < w->big_max);
+}
+
+static void stat_run(StatBatch *b) {
+        for (unsigned i = 0; i < b->n; i++) {
+                b->at[i] = iver_now_ns();
+                b->r[i] = iver_stat(b->statx, b->dirfd, b->names + b->name_off[i], b->want_version, &b->st[i]);
+        }
+}
+
+StatBatch *stat_batch_free(StatBatch *b) {
+        if (!b)
+                return NULL;
+        if (b->dirfd >= 0)
+                close(b->dirfd);
+        free(b->dir);
+        free(b->names);
+        free(b);
+        return NULL;
 }
 
 static void *worker_main(void *arg) {
@@ -232,6 +250,20 @@ static void *worker_main(void *arg) {
                         break;
                 List batch = {};
                 bool big = false;
+                if (w->stat.head) {
+                        /* the loop waits for these to go on walking */
+                        Job *j = take(&w->stat);
+                        pthread_mutex_unlock(&w->lock);
+                        stat_run(j->stat);
+                        pthread_mutex_lock(&w->lock);
+                        bool wake = !w->done.head;
+                        append(&w->done, j);
+                        if (wake) {
+                                uint64_t one = 1;
+                                (void) !write(w->efd, &one, sizeof(one));
+                        }
+                        continue;
+                }
                 if (w->small.head) {
                         /* a fair share of the small ones, several per lock */
                         size_t want = w->small.n / w->n;
@@ -304,6 +336,7 @@ int workers_new(unsigned n, Workers **ret) {
 void job_free(Job *j) {
         if (!j)
                 return;
+        stat_batch_free(j->stat);
         free(j->sig);
         generation_unref(j->gen);
         free(j);
@@ -324,6 +357,7 @@ Workers *workers_free(Workers *w) {
         for (unsigned i = 0; i < w->n; i++)
                 pthread_join(w->threads[i], NULL);
         free_list(&w->stage);
+        free_list(&w->stat);
         free_list(&w->small);
         free_list(&w->big);
         free_list(&w->done);
@@ -387,6 +421,13 @@ void workers_submit_first(Workers *w, Job *j) {
         if (!l->tail)
                 l->tail = j;
         l->n++;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+}
+
+void workers_submit_stat(Workers *w, Job *j) {
+        pthread_mutex_lock(&w->lock);
+        append(&w->stat, j);
         pthread_cond_signal(&w->cond);
         pthread_mutex_unlock(&w->lock);
 }
