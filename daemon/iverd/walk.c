@@ -21,7 +21,7 @@
 #include "watch.h"
 
 #define STEP_ENTRIES 2048
-#define STAT_BATCHES_MAX 4U /* statx batches at the workers at a time */
+#define STAT_BATCHES_MAX 8U /* statx batches at the workers at a time */
 
 typedef struct Dir {
         struct Dir *next;
