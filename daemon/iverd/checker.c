@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The check pipeline on the event loop: queued path → statx, policy,
- * cache lookup (hits end here) → worker pool → finish: cache, ledger,
- * measurement list, journal, audit, appraisal verdicts, re-checks. */
+/* The check pipeline on the event loop: queued path → statx (the walk's:
+ * made on a worker, walk.c), policy, cache lookup (hits end here) → worker
+ * pool (hashing on that statx) → finish: cache, ledger, measurement list,
+ * journal, audit, appraisal verdicts, re-checks. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

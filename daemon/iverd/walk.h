@@ -7,8 +7,11 @@ typedef struct Manager Manager;
 typedef struct Walk Walk;
 
 /* An incremental directory walker run from the event loop: each step reads
- * a bounded number of entries, queues regular files and adds watches on
- * directories, skipping subtrees the policy can never measure. */
+ * a bounded number of entries and adds watches on directories, skipping
+ * subtrees the policy can never measure. The files it finds go to the
+ * workers in batches for their statx, and from there (walk_stat_done) to
+ * their check: a miss is handed to a worker on that statx. It waits while
+ * the hashing window is full or enough batches are out. */
 int walk_new(Manager *m, Walk **ret);
 Walk *walk_free(Walk *w);
 /* Add a root to walk (deduplicated while walking). */

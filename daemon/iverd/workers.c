@@ -6,6 +6,9 @@
  * jobs per lock, and returns its finished batch in one append, writing the
  * eventfd only when the done list was empty (the loop drains it whole).
  *
+ * The walk's statx batches (StatBatch) are taken before any hash job: the
+ * walk waits for them.
+ *
  * Big files (at least BIG_FILE_BYTES by the loop's statx) wait in their own
  * list and occupy at most n-1 workers, so one worker is always free for the
  * small ones, which are always taken first: a tamper is never stuck behind
