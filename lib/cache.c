@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The measurement cache: dense chunked entry array, open-addressing (linear
- * probing) indexes of 32-bit numbers — entries by (dev, ino), entries by
+ * probing) indexes of 32-bit slots (a number and 5 bits of the key's hash)
+ * — entries by (dev, ino), entries by
  * path, directories by path — a directory table, and arenas for names and
  * digests. A path is stored once per directory: the directory's bytes (with
  * the trailing '/') in the directory table, each entry's name record holding
@@ -17,7 +18,13 @@
 #define ENTRY_CHUNK_SHIFT 12
 #define ENTRY_CHUNK (1U << ENTRY_CHUNK_SHIFT)
 #define SLOT_EMPTY UINT32_MAX
-#define MAX_ENTRIES (UINT32_MAX - 1)
+/* A slot holds a number (entry or directory) in its low IDX_BITS and the top
+ * bits of the key's hash above them: a probe that meets another key mostly
+ * moves on without touching that key's entry (a miss, the usual lookup of a
+ * new file, costs about one cache line instead of one per probe). */
+#define IDX_BITS 27
+#define IDX_MASK ((1U << IDX_BITS) - 1)
+#define MAX_ENTRIES (IDX_MASK - 1)  /* so no slot is ever SLOT_EMPTY */
 
 typedef struct CacheEntry {
         uint64_t ino, gen, size;
@@ -162,6 +169,22 @@ size_t iver_cache_size(const IverCache *c) {
 
 /* ---- index primitives ---- */
 
+static inline uint32_t slot_tag(uint64_t hash) {
+        return (uint32_t) (hash >> (64 - (32 - IDX_BITS)));
+}
+
+static inline uint32_t slot_make(uint64_t hash, uint32_t i) {
+        return slot_tag(hash) << IDX_BITS | i;
+}
+
+static inline uint32_t slot_num(uint32_t s) {
+        return s & IDX_MASK;
+}
+
+static inline bool slot_may_be(uint32_t s, uint64_t hash) {
+        return s >> IDX_BITS == slot_tag(hash);
+}
+
 static uint64_t slot_hash(const IverCache *c, const Index *x, uint32_t i) {
         if (x == &c->by_dir)
                 return c->dirs[i].hash;
@@ -173,11 +196,14 @@ static uint32_t *index_find_inode(const IverCache *c, uint32_t dev, uint64_t ino
         const Index *x = &c->by_inode;
         if (!x->slots)
                 return NULL;
-        for (uint64_t h = hash_inode(dev, ino);; h++) {
+        uint64_t hash = hash_inode(dev, ino);
+        for (uint64_t h = hash;; h++) {
                 uint32_t *s = &x->slots[h & x->mask];
                 if (*s == SLOT_EMPTY)
                         return s;
-                const CacheEntry *e = entry(c, *s);
+                if (!slot_may_be(*s, hash))
+                        continue;
+                const CacheEntry *e = entry(c, slot_num(*s));
                 if (e->ino == ino && e->dev == dev)
                         return s;
         }
@@ -191,9 +217,12 @@ static uint32_t *index_find_dir(const IverCache *c, uint64_t hash, const char *d
                 uint32_t *s = &x->slots[h & x->mask];
                 if (*s == SLOT_EMPTY)
                         return s;
+                if (!slot_may_be(*s, hash))
+                        continue;
+                uint32_t d = slot_num(*s);
                 size_t dlen;
-                const uint8_t *b = dir_bytes(c, *s, &dlen);
-                if (c->dirs[*s].hash == hash && dlen == len && memcmp(b, dir, len) == 0)
+                const uint8_t *b = dir_bytes(c, d, &dlen);
+                if (c->dirs[d].hash == hash && dlen == len && memcmp(b, dir, len) == 0)
                         return s;
         }
 }
@@ -203,13 +232,16 @@ static uint32_t *index_find_name(const IverCache *c, uint32_t d, const char *bas
         const Index *x = &c->by_path;
         if (!x->slots)
                 return NULL;
-        for (uint64_t h = hash_path(c->dirs[d].hash, base, blen);; h++) {
+        uint64_t hash = hash_path(c->dirs[d].hash, base, blen);
+        for (uint64_t h = hash;; h++) {
                 uint32_t *s = &x->slots[h & x->mask];
                 if (*s == SLOT_EMPTY)
                         return s;
+                if (!slot_may_be(*s, hash))
+                        continue;
                 uint32_t ed;
                 size_t elen;
-                const uint8_t *eb = name_bytes(c, entry(c, *s), &ed, &elen);
+                const uint8_t *eb = name_bytes(c, entry(c, slot_num(*s)), &ed, &elen);
                 if (ed == d && elen == blen && memcmp(eb, base, blen) == 0)
                         return s;
         }
@@ -220,7 +252,7 @@ static uint32_t *index_slot_of(const IverCache *c, const Index *x, uint32_t i) {
         for (uint64_t h = slot_hash(c, x, i);; h++) {
                 uint32_t *s = &x->slots[h & x->mask];
                 assert(*s != SLOT_EMPTY);
-                if (*s == i)
+                if (slot_num(*s) == i)
                         return s;
         }
 }
@@ -231,7 +263,7 @@ static void index_delete(IverCache *c, Index *x, uint32_t *slot) {
         for (uint32_t j = (hole + 1) & x->mask;; j = (j + 1) & x->mask) {
                 if (x->slots[j] == SLOT_EMPTY)
                         break;
-                uint32_t home = (uint32_t) (slot_hash(c, x, x->slots[j]) & x->mask);
+                uint32_t home = (uint32_t) (slot_hash(c, x, slot_num(x->slots[j])) & x->mask);
                 /* move j into the hole if its home is not in (hole, j] cyclically */
                 bool in_between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
                 if (!in_between) {
@@ -243,10 +275,11 @@ static void index_delete(IverCache *c, Index *x, uint32_t *slot) {
 }
 
 static void index_insert(IverCache *c, Index *x, uint32_t i) {
-        for (uint64_t h = slot_hash(c, x, i);; h++) {
+        uint64_t hash = slot_hash(c, x, i);
+        for (uint64_t h = hash;; h++) {
                 uint32_t *s = &x->slots[h & x->mask];
                 if (*s == SLOT_EMPTY) {
-                        *s = i;
+                        *s = slot_make(hash, i);
                         return;
                 }
         }
@@ -285,7 +318,7 @@ static int dir_get(IverCache *c, const char *dir, size_t len, uint32_t *ret) {
         uint64_t h = hash_bytes(dir, len);
         uint32_t *s = index_find_dir(c, h, dir, len);
         if (s && *s != SLOT_EMPTY) {
-                *ret = *s;
+                *ret = slot_num(*s);
                 return 0;
         }
         int r = index_reserve(c, &c->by_dir, c->n_dirs_used + 1);
@@ -411,7 +444,7 @@ static void maybe_compact(IverCache *c) {
 
 uint32_t iver_cache_find_inode(const IverCache *c, uint32_t dev, uint64_t ino) {
         const uint32_t *s = index_find_inode(c, dev, ino);
-        return s ? *s : IVER_CACHE_NONE;
+        return s && *s != SLOT_EMPTY ? slot_num(*s) : IVER_CACHE_NONE;
 }
 
 uint32_t iver_cache_find_path(const IverCache *c, const char *path, size_t len) {
@@ -419,8 +452,8 @@ uint32_t iver_cache_find_path(const IverCache *c, const char *path, size_t len) 
         const uint32_t *s = index_find_dir(c, hash_bytes(path, dl), path, dl);
         if (!s || *s == SLOT_EMPTY)
                 return IVER_CACHE_NONE;
-        s = index_find_name(c, *s, path + dl, len - dl);
-        return s ? *s : IVER_CACHE_NONE;
+        s = index_find_name(c, slot_num(*s), path + dl, len - dl);
+        return s && *s != SLOT_EMPTY ? slot_num(*s) : IVER_CACHE_NONE;
 }
 
 void iver_cache_get(const IverCache *c, uint32_t idx, IverEntry *ret) {
@@ -551,6 +584,14 @@ static int store_digest(IverCache *c, CacheEntry *e, bool had_digest, const Iver
 }
 
 int iver_cache_put(IverCache *c, const IverEntry *src, const char *path, size_t path_len, uint32_t *ret_idx) {
+        if (path_len > UINT16_MAX)
+                return -ENAMETOOLONG;
+        return iver_cache_put_found(c, src, path, path_len, iver_cache_find_path(c, path, path_len),
+                                    iver_cache_find_inode(c, src->id.dev, src->id.ino), ret_idx);
+}
+
+int iver_cache_put_found(IverCache *c, const IverEntry *src, const char *path, size_t path_len, uint32_t holder,
+                         uint32_t idx, uint32_t *ret_idx) {
         int r;
 
         if (src->source < 0 || src->source >= _IVER_COOKIE_MAX)
@@ -562,8 +603,6 @@ int iver_cache_put(IverCache *c, const IverEntry *src, const char *path, size_t 
         size_t blen = path_len - dl;
 
         /* A path belongs to one entry: whoever held it before was replaced (rename-over). */
-        uint32_t holder = iver_cache_find_path(c, path, path_len);
-        uint32_t idx = iver_cache_find_inode(c, src->id.dev, src->id.ino);
         if (holder != IVER_CACHE_NONE && holder != idx) {
                 iver_cache_remove(c, holder);
                 idx = iver_cache_find_inode(c, src->id.dev, src->id.ino); /* may have moved */
@@ -697,8 +736,9 @@ void iver_cache_remove(IverCache *c, uint32_t idx) {
 
         uint32_t last = c->n - 1;
         if (idx != last) {
-                *index_slot_of(c, &c->by_inode, last) = idx;
-                *index_slot_of(c, &c->by_path, last) = idx;
+                uint32_t *si = index_slot_of(c, &c->by_inode, last), *sp = index_slot_of(c, &c->by_path, last);
+                *si = (*si & ~IDX_MASK) | idx; /* the key, and so its tag, moves along */
+                *sp = (*sp & ~IDX_MASK) | idx;
                 *e = *entry(c, last);
         }
         c->n--;

@@ -76,6 +76,10 @@ IverCookieTable *iver_context_cookies(IverContext *ctx) {
         return ctx->cookies;
 }
 
+iver_statx_fn iver_context_statx(const IverContext *ctx) {
+        return ctx->opt.statx;
+}
+
 void iver_check_invalidate(IverContext *ctx, const char *path) {
         uint32_t idx = iver_cache_find_path(ctx->cache, path, strlen(path));
         if (idx != IVER_CACHE_NONE)
@@ -272,9 +276,19 @@ int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pen
         /* Entries may have moved since begin (the loop ran other finishes):
          * look the previous observation up again, for the file we hashed. */
         const IverStat *st = &m->st;
-        bool same;
+        size_t path_len = strlen(path);
         IverEntry old = { .digest.algo = _IVER_HASH_INVALID };
-        uint32_t prev = iver_check_find_prev(ctx, st, path, &same, &old);
+        /* iver_check_find_prev(), keeping both lookups for the put */
+        uint32_t by_inode = iver_cache_find_inode(ctx->cache, st->dev, st->ino);
+        uint32_t by_path = iver_cache_find_path(ctx->cache, path, path_len);
+        uint32_t prev = by_path;
+        if (by_inode != IVER_CACHE_NONE) {
+                iver_cache_get(ctx->cache, by_inode, &old);
+                if (old.id.gen == st->gen || !st->has_btime)
+                        prev = by_inode;
+        }
+        if (prev != by_inode && by_path != IVER_CACHE_NONE)
+                iver_cache_get(ctx->cache, by_path, &old);
 
         uint64_t sa, sm;
         IverVerdict v = iver_ledger_judge(prev != IVER_CACHE_NONE, old.shadow_atime, old.shadow_mtime, true, st, &sa,
@@ -310,7 +324,7 @@ int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pen
                 e.flags = IVER_ENTRY_UNSTABLE;
 
         uint32_t idx;
-        r = iver_cache_put(ctx->cache, &e, path, strlen(path), &idx);
+        r = iver_cache_put_found(ctx->cache, &e, path, path_len, by_path, by_inode, &idx);
         if (r < 0) {
                 out->result = IVER_CHECK_ERROR;
                 out->error = r;

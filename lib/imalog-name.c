@@ -40,6 +40,11 @@ static size_t safe_char(const uint8_t *s, size_t left, size_t *ret_bad) {
 void iver_imalog_name_kernel_form(char *name, size_t len) {
         uint8_t *s = (uint8_t *) name;
         for (size_t i = 0; i < len;) {
+                /* the usual name: printable ASCII, left as it is */
+                while (i < len && s[i] > 0x20 && s[i] < 0x7f)
+                        i++;
+                if (i == len)
+                        break;
                 size_t bad, n = safe_char(s + i, len - i, &bad);
                 if (n > 0) {
                         i += n;

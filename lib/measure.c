@@ -156,6 +156,10 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
                 if (r < 0)
                         goto out;
         }
+        if (o->max_size > 0 && S_ISREG(before.mode) && before.size > o->max_size) {
+                r = -EFBIG;
+                goto out;
+        }
         struct statfs sfs;
         if (!S_ISREG(before.mode) || (fstatfs(fd, &sfs) == 0 && iver_fs_is_pseudo((uint64_t) sfs.f_type, NULL))) {
                 /* a pseudo filesystem's file (proc, sysfs…) is never hashed: lib/pseudofs.h */

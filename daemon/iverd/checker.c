@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The check pipeline on the event loop: queued path → statx, policy,
- * cache lookup (hits end here) → worker pool → finish: cache, ledger,
- * measurement list, journal, audit, appraisal verdicts, re-checks. */
+/* The check pipeline on the event loop: queued path → statx (the walk's:
+ * made on a worker, walk.c), policy, cache lookup (hits end here) → worker
+ * pool (hashing on that statx) → finish: cache, ledger, measurement list,
+ * journal, audit, appraisal verdicts, re-checks. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -141,10 +142,14 @@ static void job_decided(Manager *m, Job *j, const IverFileAttr *attr, const Iver
         j->audit = d && audited(m->gen, j->path, attr);
 }
 
-/* After the statx: policy, cache lookup, and (if may_submit) the hand-off
- * to a worker. Returns true when the check finished here (hit, not
- * measured), false when it needs hashing (submitted, or not if !may_submit). */
-static bool check_observed(Manager *m, const char *path, const IverStat *st, bool may_submit) {
+/* After the statx: policy, cache lookup, and the hand-off to a worker.
+ * path is the queue's (dispatch), or the walker's own (walked): then a miss
+ * takes a queue node in flight here and starts at once, on the walker's
+ * statx (no second look at dispatch). Returns true when the check finished
+ * here (hit, not measured) or, walked, was handed to a worker or joined a
+ * pending check of path; false when the queue must take it (dispatch: in a
+ * worker's hands). */
+static bool check_observed(Manager *m, const char *path, const IverStat *st, int64_t st_at, bool walked) {
         IverCheckOutcome o;
         IverPending p;
         int r;
@@ -180,21 +185,31 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, boo
                 handle_outcome(m, path, &o, measure ? &d : NULL, &attr, -1, NULL, 0, false);
                 return true;
         }
-        if (!may_submit)
-                return false;
+        if (walked) {
+                const char *owned;
+                r = queue_push_inflight(m->queue, path, &owned);
+                if (r < 0)
+                        return false; /* the caller queues it, or says why it cannot */
+                if (r == 0)
+                        return true;  /* a check of path is pending: it looks again */
+                path = owned;
+        }
         Job *j = calloc(1, sizeof(*j));
         if (!j) {
                 m->errors++;
+                if (walked)
+                        queue_done(m->queue, path);
                 return true;
         }
         j->path = path;
         job_decided(m, j, &attr, measure ? &d : NULL, appraise);
         j->pending = p;
+        j->stat_at = st_at;
         j->opt = iver_check_measure_options(m->ctx, &p);
         /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
         j->opt.read_ima_xattr = flags & IVER_CHECK_SIGNATURE_BOUND;
         workers_submit(m->workers, j);
-        return false;
+        return walked;
 }
 
 void checker_closed(Manager *m, int fd, const char *path) {
@@ -335,6 +350,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
  * (hit, not measured, error), false when handed to a worker. */
 static bool check_path(Manager *m, const char *path) {
         IverStat st;
+        int64_t at = iver_now_ns();
         int r = path_context_stat(m->ctx, path, &st);
         if (r < 0) {
                 if (r == -ENOENT || r == -ENOTDIR) {
@@ -346,15 +362,24 @@ static bool check_path(Manager *m, const char *path) {
                 }
                 return true;
         }
-        return check_observed(m, path, &st, true);
+        return check_observed(m, path, &st, at, false);
 }
 
-bool checker_scan_file(Manager *m, int dirfd, const char *name, const char *path) {
-        IverStat st;
-        /* relative to the open directory: no walk of the whole path */
-        if (iver_context_stat(m->ctx, dirfd, name, &st) < 0)
-                return false; /* the queued check reports it */
-        return check_observed(m, path, &st, false);
+bool checker_scan_observed(Manager *m, const char *path, const IverStat *st, int64_t st_at) {
+        return check_observed(m, path, st, st_at, true);
+}
+
+void checker_stat_options(Manager *m, iver_statx_fn *ret_statx, bool *ret_want_version) {
+        *ret_statx = iver_context_statx(m->ctx);
+        *ret_want_version = iver_cookie_table_wants_version(iver_context_cookies(m->ctx));
+}
+
+bool checker_has_room(const Manager *m) {
+        return workers_light(m->workers) < m->max_inflight;
+}
+
+bool checker_window_low(const Manager *m) {
+        return workers_light(m->workers) <= m->max_inflight / 2;
 }
 
 int checker_dispatch(sd_event_source *s, void *userdata) {
@@ -370,7 +395,6 @@ int checker_dispatch(sd_event_source *s, void *userdata) {
         }
         workers_flush(m->workers);
         (void) evidence_flush(m->evidence); /* what finished here (symlinks) */
-        walk_room(m->walk);
         if (queue_queued(m->queue) > 0 && workers_light(m->workers) < m->max_inflight)
                 (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         manager_maybe_settled(m);
@@ -437,6 +461,11 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
         bool uses = false;
         for (Job *j = workers_take_done(m->workers), *next; j; j = next) {
                 next = j->next;
+                if (j->stat) { /* the walk's statx batch */
+                        walk_stat_done(m->walk, j->stat);
+                        job_free(j);
+                        continue;
+                }
                 IverCheckOutcome o;
                 (void) iver_check_finish(m->ctx, j->path, &j->pending, j->r, &j->m, &o);
                 /* judged under the generation it was dispatched under (a reload
@@ -460,10 +489,12 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                         queue_done(m->queue, j->path);
                 job_free(j);
         }
+        workers_flush(m->workers); /* what the statx batches found to hash */
         /* a use waits for its entry on disk: no group commit delay for it */
         (void) (uses ? evidence_commit(m->evidence) : evidence_flush(m->evidence));
         onaccess_flushed(m->onaccess); /* after the commit: the entry is in the list file */
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_ONESHOT);
+        walk_resume(m->walk);
         manager_maybe_settled(m);
         return 0;
 }

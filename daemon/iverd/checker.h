@@ -23,12 +23,21 @@ bool checker_decide(Manager *m, const Generation *g, const char *path, const Ive
                     IverFileAttr *attr,
                     IverPolicyDecision *d, bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo,
                     unsigned *ret_flags);
-/* The walker's fast path for a file a scan found (name in the open directory
- * dirfd, full path path): a statx relative to dirfd and the cache lookup,
- * without a queue node. Returns true when done (the usual unchanged file);
- * false when the file must go through the queue (it needs hashing, or the
- * statx failed and the queued check will say why). */
-bool checker_scan_file(Manager *m, int dirfd, const char *name, const char *path);
+/* The walker's fast path for a file a scan found (full path path), with the
+ * walk's statx of it relative to its open directory (st, taken at st_at,
+ * iver_now_ns): the cache lookup; a miss goes to a worker at once on that
+ * statx (a queue node in flight, so events meanwhile coalesce into it).
+ * Returns true when done (the usual unchanged file) or handed over; false
+ * when the file must go through the queue. */
+bool checker_scan_observed(Manager *m, const char *path, const IverStat *st, int64_t st_at);
+/* How the walk's statx is to be made (iver_stat's fn and want_version), as
+ * iver_context_stat() would. */
+void checker_stat_options(Manager *m, iver_statx_fn *ret_statx, bool *ret_want_version);
+/* Whether the pool takes more small files now (the in-flight window). */
+bool checker_has_room(const Manager *m);
+/* Whether it is at most half full: the walk resumes then, to hand over many
+ * files per wake-up rather than a few. */
+bool checker_window_low(const Manager *m);
 /* Worker eventfd: finish the jobs the pool has done. */
 int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 

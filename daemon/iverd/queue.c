@@ -93,27 +93,52 @@ static void enqueue(Queue *q, Node *n) {
         q->queued++;
 }
 
-int queue_push(Queue *q, const char *path) {
+/* A new node for path, or NULL with the existing one coalesced (or -ENOMEM
+ * in *ret_r). */
+static Node *add(Queue *q, const char *path, int *ret_r) {
         uint64_t h = hash_path(path);
         Node **p = find(q, path, h);
         if (*p) {
                 if ((*p)->state == NODE_INFLIGHT)
                         (*p)->state = NODE_INFLIGHT_DIRTY;
                 q->coalesced++;
-                return 0;
+                *ret_r = 0;
+                return NULL;
         }
         size_t len = strlen(path);
         Node *n = malloc(sizeof(Node) + len + 1);
-        if (!n)
-                return -ENOMEM;
+        if (!n) {
+                *ret_r = -ENOMEM;
+                return NULL;
+        }
         memcpy(n->path, path, len + 1);
         n->hash = h;
         n->chain = NULL;
         *p = n;
         q->n_nodes++;
-        enqueue(q, n);
         if (q->n_nodes > q->n_buckets)
                 grow(q);
+        *ret_r = 1;
+        return n;
+}
+
+int queue_push(Queue *q, const char *path) {
+        int r;
+        Node *n = add(q, path, &r);
+        if (n)
+                enqueue(q, n);
+        return r;
+}
+
+int queue_push_inflight(Queue *q, const char *path, const char **ret_path) {
+        int r;
+        Node *n = add(q, path, &r);
+        if (!n)
+                return r;
+        n->state = NODE_INFLIGHT;
+        n->next = NULL;
+        q->inflight++;
+        *ret_path = n->path;
         return 1;
 }
 

@@ -13,6 +13,11 @@ Queue *queue_free(Queue *q);
 
 /* 1: newly queued; 0: coalesced into a pending or in-flight check; -errno. */
 int queue_push(Queue *q, const char *path);
+/* The same for a check that starts at once (the walker's, which has just
+ * looked at the file): 1 with *ret_path in flight (borrowed until
+ * queue_done), 0 when it coalesced into a pending or in-flight check of
+ * path (nothing to start), -errno. */
+int queue_push_inflight(Queue *q, const char *path, const char **ret_path);
 /* The oldest queued path, now in flight (borrowed until queue_done), or NULL. */
 const char *queue_pop(Queue *q);
 /* The check of path (as returned by queue_pop) finished: forgets it, or

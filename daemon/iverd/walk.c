@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Incremental rescan walker. */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +10,6 @@
 #include <sys/statfs.h>
 
 #include "checker.h"
-#include "evidence.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -18,16 +18,10 @@
 #include "walk.h"
 #include "onaccess.h"
 #include "pathfd.h"
-#include "queue.h"
 #include "watch.h"
 
 #define STEP_ENTRIES 2048
-/* The walk reads ahead of hashing by at most this many queued files: a
- * whole tree queued at once held a path and a node a file (tens of MB at
- * 200,000 files, kept by the allocator after the scan); it goes on when the
- * checks took the queue below QUEUE_LOW. */
-#define QUEUE_HIGH 16384
-#define QUEUE_LOW 8192
+#define STAT_BATCHES_MAX 8U /* statx batches at the workers at a time */
 
 typedef struct Dir {
         struct Dir *next;
@@ -42,7 +36,9 @@ struct Walk {
         sd_event_source *source;
         uint64_t files;
         uint64_t dirs_done, dirs_todo; /* for the progress estimate */
-        bool throttled;         /* paused while the queue is long (walk_room) */
+        bool waiting;                  /* for room in the hashing window, or for statx batches */
+        Job *batch;                    /* files of cur being gathered for the workers to statx */
+        unsigned batches;              /* statx batches at the workers */
 };
 
 static int walk_step(sd_event_source *s, void *userdata);
@@ -73,6 +69,7 @@ Walk *walk_free(Walk *w) {
         }
         if (w->cur)
                 closedir(w->cur);
+        job_free(w->batch);
         free(w->cur_path);
         sd_event_source_unref(w->source);
         free(w);
@@ -99,7 +96,18 @@ int walk_add(Walk *w, const char *dir) {
 }
 
 bool walk_busy(const Walk *w) {
-        return w->todo || w->cur;
+        return w->todo || w->cur || w->batch || w->batches > 0;
+}
+
+static bool may_go_on(const Walk *w) {
+        return checker_has_room(w->m) && w->batches < STAT_BATCHES_MAX;
+}
+
+void walk_resume(Walk *w) {
+        if (w->waiting && checker_window_low(w->m) && w->batches < STAT_BATCHES_MAX) {
+                w->waiting = false;
+                (void) sd_event_source_set_enabled(w->source, SD_EVENT_ON);
+        }
 }
 
 uint64_t walk_files_seen(const Walk *w) {
@@ -111,10 +119,68 @@ void walk_dirs(const Walk *w, uint64_t *ret_done, uint64_t *ret_todo) {
         *ret_todo = w->dirs_todo;
 }
 
-void walk_room(Walk *w) {
-        if (w && w->throttled && queue_queued(w->m->queue) < QUEUE_LOW) {
-                w->throttled = false;
-                (void) sd_event_source_set_enabled(w->source, SD_EVENT_ON);
+/* Hand the gathered files to the workers for their statx (walk_stat_done
+ * takes them back). */
+static void batch_submit(Walk *w) {
+        if (!w->batch)
+                return;
+        w->batches++;
+        workers_submit_stat(w->m->workers, TAKE_PTR(w->batch));
+}
+
+static void job_freep(Job **j) {
+        job_free(*j);
+}
+
+/* Add name (a file in the directory being read) to the statx batch. */
+static int batch_add(Walk *w, const char *name) {
+        if (!w->batch) {
+                _cleanup_(job_freep) Job *j = calloc(1, sizeof(*j));
+                StatBatch *b = j ? calloc(1, sizeof(*b)) : NULL;
+                if (!b)
+                        return -ENOMEM;
+                j->stat = b;
+                b->dirfd = fcntl(dirfd(w->cur), F_DUPFD_CLOEXEC, 3);
+                if (b->dirfd < 0)
+                        return -errno;
+                b->dir = strdup(w->cur_path);
+                if (!b->dir)
+                        return -ENOMEM;
+                checker_stat_options(w->m, &b->statx, &b->want_version);
+                w->batch = TAKE_PTR(j);
+        }
+        StatBatch *b = w->batch->stat;
+        size_t len = strlen(name) + 1;
+        if (b->names_len + len > b->names_cap) {
+                size_t cap = b->names_cap ? b->names_cap * 2 : 1024;
+                while (cap < b->names_len + len)
+                        cap *= 2;
+                char *p = realloc(b->names, cap);
+                if (!p)
+                        return -ENOMEM;
+                b->names = p;
+                b->names_cap = cap;
+        }
+        memcpy(b->names + b->names_len, name, len);
+        b->name_off[b->n++] = (uint32_t) b->names_len;
+        b->names_len += len;
+        if (b->n == STAT_BATCH_MAX)
+                batch_submit(w);
+        return 0;
+}
+
+void walk_stat_done(Walk *w, StatBatch *b) {
+        assert(w->batches > 0);
+        w->batches--;
+        for (unsigned i = 0; i < b->n; i++) {
+                _cleanup_free_ char *p = path_join(b->dir, b->names + b->name_off[i]);
+                if (!p) {
+                        log_error_errno(-ENOMEM, "Out of memory while walking");
+                        continue;
+                }
+                /* a failed statx: the queued check reports it */
+                if (b->r[i] < 0 || !checker_scan_observed(w->m, p, &b->st[i], b->at[i]))
+                        manager_queue(w->m, p);
         }
 }
 
@@ -123,8 +189,11 @@ static int walk_step(sd_event_source *s, void *userdata) {
         unsigned n = 0;
 
         while (n < STEP_ENTRIES) {
-                if (queue_queued(w->m->queue) >= QUEUE_HIGH) {
-                        w->throttled = true;
+                if (!may_go_on(w)) {
+                        /* misses go to the workers from here: wait for
+                         * room (walk_resume) rather than queue paths that
+                         * would be looked at again at dispatch */
+                        w->waiting = true;
                         (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                         break;
                 }
@@ -167,6 +236,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
                 errno = 0;
                 struct dirent *de = readdir(w->cur);
                 if (!de) {
+                        batch_submit(w); /* it holds its own fd of the directory */
                         closedir(w->cur);
                         w->cur = NULL;
                         continue;
@@ -174,9 +244,6 @@ static int walk_step(sd_event_source *s, void *userdata) {
                 n++;
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
-                _cleanup_free_ char *p = path_join(w->cur_path, de->d_name);
-                if (!p)
-                        return log_error_errno(-ENOMEM, "Out of memory while walking");
                 unsigned char type = de->d_type;
                 if (type == DT_UNKNOWN) {
                         struct stat st;
@@ -185,18 +252,26 @@ static int walk_step(sd_event_source *s, void *userdata) {
                                        : S_ISLNK(st.st_mode) ? DT_LNK : DT_FIFO;
                 }
                 if (type == DT_DIR) {
+                        _cleanup_free_ char *p = path_join(w->cur_path, de->d_name);
+                        if (!p)
+                                return log_error_errno(-ENOMEM, "Out of memory while walking");
                         if (manager_dir_wanted(w->m, p))
                                 (void) push(w, p);
                 } else if (type == DT_REG || type == DT_LNK || type == DT_UNKNOWN) {
                         w->files++;
-                        if (!checker_scan_file(w->m, dirfd(w->cur), de->d_name, p))
+                        /* the statx on a worker, the rest when it is back */
+                        if (batch_add(w, de->d_name) < 0) {
+                                _cleanup_free_ char *p = path_join(w->cur_path, de->d_name);
+                                if (!p)
+                                        return log_error_errno(-ENOMEM, "Out of memory while walking");
                                 manager_queue(w->m, p);
+                        }
                 }
                 /* symlinks are measured by their target string, never followed;
                  * FIFOs, sockets, devices: never measured */
         }
-        (void) evidence_flush(w->m->evidence); /* symlinks measured on the way */
-        if (!w->throttled && !walk_busy(w)) {
+        batch_submit(w); /* not left waiting while the loop does other things */
+        if (!walk_busy(w)) {
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                 manager_maybe_settled(w->m);
         }

@@ -6,6 +6,9 @@
  * jobs per lock, and returns its finished batch in one append, writing the
  * eventfd only when the done list was empty (the loop drains it whole).
  *
+ * The walk's statx batches (StatBatch) are taken before any hash job: the
+ * walk waits for them.
+ *
  * Big files (at least BIG_FILE_BYTES by the loop's statx) wait in their own
  * list and occupy at most n-1 workers, so one worker is always free for the
  * small ones, which are always taken first: a tamper is never stuck behind
@@ -38,7 +41,7 @@ typedef struct List {
 struct Workers {
         pthread_mutex_t lock;
         pthread_cond_t cond;
-        List small, big, done;          /* under lock */
+        List stat, small, big, done;    /* under lock */
         unsigned big_running;           /* under lock */
         unsigned big_max;
         bool stopping;
@@ -151,8 +154,8 @@ static int dir_of(DirCache *c, const char *path, const char **ret_name) {
 }
 
 /* Measure one job. Returns false, measuring nothing, when the file turned out
- * big although the loop's statx said small (it grew meanwhile: `truncate -s
- * 100G` creates, then extends): the caller hands it to the big list. */
+ * big although the loop's statx said small (it grew meanwhile): the caller
+ * hands it to the big list. */
 static bool run(Workers *w, Job *j, DirCache *c) {
         IverStat st;
         const char *name;
@@ -165,14 +168,22 @@ static bool run(Workers *w, Job *j, DirCache *c) {
                 j->r = workers_measure_path(j->path, &j->opt, &j->m);
         else if (dfd < 0)
                 j->r = dfd;
-        else {
+        else if (!j->big) {
+                /* the loop's statx (walk or dispatch) is the first attempt's
+                 * "before": no statx of our own. A file grown big since then
+                 * (`truncate -s 100G` creates, then extends) ends with -EFBIG
+                 * before anything is hashed, and goes to the big list. */
+                IverMeasureOptions o = j->opt;
+                o.max_size = BIG_FILE_BYTES - 1;
+                j->r = iver_measure_stat(dfd, name, &j->pending.st, j->stat_at, &o, &j->m);
+                if (j->r == -EFBIG) {
+                        j->big = true;
+                        return false;
+                }
+        } else {
                 int64_t at = iver_now_ns();
                 j->r = iver_stat(j->opt.statx, dfd, name, j->opt.source == IVER_COOKIE_STATX_VERSION, &st);
                 if (j->r >= 0) {
-                        if (!j->big && S_ISREG(st.mode) && st.size >= BIG_FILE_BYTES) {
-                                j->big = true;
-                                return false;
-                        }
                         j->r = iver_measure_stat(dfd, name, &st, at, &j->opt, &j->m);
                 }
         }
@@ -211,7 +222,25 @@ static void run_batch(Workers *w, List *batch, List *ret_big) {
 }
 
 static bool has_work(const Workers *w) {
-        return w->small.head || (w->big.head && w->big_running < w->big_max);
+        return w->stat.head || w->small.head || (w->big.head && w->big_running < w->big_max);
+}
+
+static void stat_run(StatBatch *b) {
+        for (unsigned i = 0; i < b->n; i++) {
+                b->at[i] = iver_now_ns();
+                b->r[i] = iver_stat(b->statx, b->dirfd, b->names + b->name_off[i], b->want_version, &b->st[i]);
+        }
+}
+
+StatBatch *stat_batch_free(StatBatch *b) {
+        if (!b)
+                return NULL;
+        if (b->dirfd >= 0)
+                close(b->dirfd);
+        free(b->dir);
+        free(b->names);
+        free(b);
+        return NULL;
 }
 
 static void *worker_main(void *arg) {
@@ -224,6 +253,20 @@ static void *worker_main(void *arg) {
                         break;
                 List batch = {};
                 bool big = false;
+                if (w->stat.head) {
+                        /* the loop waits for these to go on walking */
+                        Job *j = take(&w->stat);
+                        pthread_mutex_unlock(&w->lock);
+                        stat_run(j->stat);
+                        pthread_mutex_lock(&w->lock);
+                        bool wake = !w->done.head;
+                        append(&w->done, j);
+                        if (wake) {
+                                uint64_t one = 1;
+                                (void) !write(w->efd, &one, sizeof(one));
+                        }
+                        continue;
+                }
                 if (w->small.head) {
                         /* a fair share of the small ones, several per lock */
                         size_t want = w->small.n / w->n;
@@ -296,6 +339,7 @@ int workers_new(unsigned n, Workers **ret) {
 void job_free(Job *j) {
         if (!j)
                 return;
+        stat_batch_free(j->stat);
         free(j->sig);
         generation_unref(j->gen);
         free(j);
@@ -316,6 +360,7 @@ Workers *workers_free(Workers *w) {
         for (unsigned i = 0; i < w->n; i++)
                 pthread_join(w->threads[i], NULL);
         free_list(&w->stage);
+        free_list(&w->stat);
         free_list(&w->small);
         free_list(&w->big);
         free_list(&w->done);
@@ -379,6 +424,13 @@ void workers_submit_first(Workers *w, Job *j) {
         if (!l->tail)
                 l->tail = j;
         l->n++;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+}
+
+void workers_submit_stat(Workers *w, Job *j) {
+        pthread_mutex_lock(&w->lock);
+        append(&w->stat, j);
         pthread_cond_signal(&w->cond);
         pthread_mutex_unlock(&w->lock);
 }

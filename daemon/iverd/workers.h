@@ -5,13 +5,34 @@
 #include "iver/policy.h"
 #include "generation.h"
 
+/* A batch of files of one directory for the workers to statx (the walk's
+ * look at each file, off the loop): names in, observations out. */
+#define STAT_BATCH_MAX 64U
+typedef struct StatBatch {
+        int dirfd;                 /* owned */
+        char *dir;                 /* the directory's path (owned) */
+        iver_statx_fn statx;
+        bool want_version;
+        unsigned n;
+        uint32_t name_off[STAT_BATCH_MAX];
+        char *names;               /* NUL-terminated, one after another (owned) */
+        size_t names_len, names_cap;
+        int r[STAT_BATCH_MAX];     /* filled by the worker: iver_stat()'s return */
+        int64_t at[STAT_BATCH_MAX];/* iver_now_ns() just before each statx */
+        IverStat st[STAT_BATCH_MAX];
+} StatBatch;
+
+StatBatch *stat_batch_free(StatBatch *b);
+
 /* The hashing worker pool. Jobs carry everything a worker needs; workers
- * touch no shared state but the two job lists, and wake the event loop
+ * touch no shared state but the job lists, and wake the event loop
  * through an eventfd when results are ready. */
 typedef struct Job {
         struct Job *next;
+        StatBatch *stat;           /* non-NULL: not a hash but a statx batch (nothing else is set) */
         const char *path;          /* borrowed from the queue until finished */
-        IverPending pending;
+        IverPending pending;       /* pending.st: the loop's statx, taken at stat_at (iver_now_ns) */
+        int64_t stat_at;
         IverMeasureOptions opt;
         int r;                     /* iver_measure()'s return */
         IverMeasurement m;
@@ -53,6 +74,9 @@ size_t workers_light(const Workers *w);
 /* The same, ahead of every queued job of its size class: a permission event
  * waits for it (hashed from its open fd). */
 void workers_submit_first(Workers *w, Job *job);
+/* Hand over a statx batch (job->stat), taken before any hash job: the loop
+ * waits for it to go on. */
+void workers_submit_stat(Workers *w, Job *job);
 /* iver_measure(AT_FDCWD, path, …) that follows no symlink in any component of
  * path, of any length (PATH_MAX does not apply) */
 int workers_measure_path(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);

@@ -70,8 +70,13 @@ size_t iver_cache_path(const IverCache *c, uint32_t idx, char *buf, size_t size)
 /* Insert or replace the entry for e->id's (dev, ino): an entry for another
  * path or generation is replaced whole. Any other entry that held this path
  * loses it from the path index (a rename-over). Returns 0 and the index, or
- * -ENOMEM / -E2BIG (arena limits). */
+ * -ENOMEM / -E2BIG (arena limits; 2^27 - 2 entries at most). */
 int iver_cache_put(IverCache *c, const IverEntry *e, const char *path, size_t path_len, uint32_t *ret_idx);
+/* The same, for a caller that has just looked up path (by_path) and e->id's
+ * (dev, ino) (by_inode) with no change to c since: the lookups are not made
+ * twice. */
+int iver_cache_put_found(IverCache *c, const IverEntry *e, const char *path, size_t path_len, uint32_t by_path,
+                         uint32_t by_inode, uint32_t *ret_idx);
 /* Update only the ledger shadows and stat snapshot of a cache hit (no path,
  * no digest change); cheap. */
 void iver_cache_touch(IverCache *c, uint32_t idx, uint64_t shadow_atime, uint64_t shadow_mtime, const IverStat *st);

@@ -47,6 +47,8 @@ IverCache *iver_context_cache(IverContext *ctx);
 void iver_context_adopt(IverContext *ctx, IverCache *cache, const IverLedgerCounters *counters);
 IverLedger *iver_context_ledger(IverContext *ctx);
 IverCookieTable *iver_context_cookies(IverContext *ctx);
+/* The statx function iver_context_stat() calls (opt.statx; NULL: statx(2)). */
+iver_statx_fn iver_context_statx(const IverContext *ctx);
 
 /* Write attestation (kernel IMA's last-writer rule). A daemon that tracks
  * writes to whole filesystems sets IVER_ENTRY_WRITTEN on an entry for every

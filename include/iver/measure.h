@@ -31,6 +31,9 @@ typedef struct IverMeasureOptions {
         int8_t getversion;         /* FS_IOC_GETVERSION where statx has no btime: -1 the fs has none (not
                                     * tried), else tried (iver_cookie_table_getversion) */
         bool read_ima_xattr;       /* also read security.ima from the hashed fd (IverMeasurement.ima_xattr) */
+        uint64_t max_size;         /* 0: any; else an attempt whose statx before finds a regular file larger
+                                    * ends the measurement with -EFBIG, nothing hashed (it grew since the
+                                    * caller's look: the caller may want to hash it elsewhere) */
 } IverMeasureOptions;
 
 typedef struct IverMeasurement {

@@ -212,6 +212,46 @@ START_TEST(test_ima_xattr_with_measurement) {
 }
 END_TEST
 
+/* max_size: the caller's statx said small, the file grew since (a worker
+ * pool keeps big files apart): -EFBIG before anything is hashed; a file that
+ * was and is small is measured on the caller's statx, and a change since that
+ * statx is caught like any other (retried). */
+START_TEST(test_max_size_grown_since_statx) {
+        IverMeasureOptions o = { .algo = IVER_HASH_SHA256, .source = IVER_COOKIE_CTIME, .max_size = 4096 };
+        IverMeasurement m;
+        IverStat st;
+        write_file(path, 100, 1);
+        int64_t at = iver_now_ns();
+        ck_assert_int_eq(iver_stat(NULL, AT_FDCWD, path, false, &st), 0);
+        ck_assert_int_eq(iver_measure_stat(AT_FDCWD, path, &st, at, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_STABLE);
+        ck_assert_uint_eq(m.attempts, 1);
+        ck_assert_uint_eq(m.bytes_hashed, 100);
+
+        /* grown past max_size after the statx: the first attempt (100 bytes
+         * expected) sees the size move, the retry's own statx finds it big */
+        write_file(path, 8192, 2);
+        ck_assert_int_eq(iver_measure_stat(AT_FDCWD, path, &st, at, &o, &m), -EFBIG);
+
+        /* rewritten (still small) since the statx: retried, the new content's digest */
+        write_file(path, 200, 3);
+        uint8_t want[64];
+        unsigned wl;
+        oneshot(path, "sha256", want, &wl);
+        ck_assert_int_eq(iver_measure_stat(AT_FDCWD, path, &st, at, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_STABLE);
+        ck_assert_uint_eq(m.attempts, 2);
+        ck_assert_uint_eq(m.st.size, 200);
+        ck_assert_mem_eq(m.digest.bytes, want, wl);
+
+        /* without max_size the big file is simply measured */
+        write_file(path, 8192, 4);
+        o.max_size = 0;
+        ck_assert_int_eq(iver_measure_stat(AT_FDCWD, path, &st, at, &o, &m), 0);
+        ck_assert_uint_eq(m.st.size, 8192);
+}
+END_TEST
+
 START_TEST(test_open_writer_is_provisional) {
         write_file(path, 1000, 3);
         int w = open(path, O_WRONLY | O_CLOEXEC);
@@ -292,6 +332,7 @@ int main(void) {
         tcase_add_test(tc, test_link_target_digest);
         tcase_add_test(tc, test_vanished);
         tcase_add_test(tc, test_ima_xattr_with_measurement);
+        tcase_add_test(tc, test_max_size_grown_since_statx);
         tcase_add_test(tc, test_open_writer_is_provisional);
         tcase_add_test(tc, test_sigio_default_no_lease);
         tcase_add_test(tc, test_writer_during_hash_breaks_lease);
