@@ -8,6 +8,9 @@
 #include "evidence.h"
 #include "tpm-thread.h"
 
+#define GROUP_MAX 1000                  /* entries staged for one write */
+#define STAGED_SET 2048                 /* power of two ≥ 2 × GROUP_MAX */
+
 typedef struct QuoteWait {
         struct QuoteWait *next;
         Evidence *e;
@@ -32,6 +35,7 @@ struct Evidence {
         size_t syncs;
         IverImaEntry **staged;          /* GROUP_MAX, written with one fdatasync */
         size_t n_staged;
+        uint16_t staged_set[STAGED_SET]; /* their (PCR, template digest) pairs (evidence.c) */
         Churn *churn;
         QuoteWait *quotes;
         uint64_t next_tag;

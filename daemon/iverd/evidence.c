@@ -27,7 +27,6 @@
 #include "manager.h"
 #include "tpm-thread.h"
 
-#define GROUP_MAX 1000
 #define GROUP_USEC (10ULL * 1000ULL)
 #define RELIST_USEC (5ULL * 1000000ULL)
 #define CHURN_TICK_USEC (1ULL * 1000000ULL)
@@ -258,6 +257,7 @@ static int commit(Evidence *e) {
                         iver_imalog_entry_free(e->staged[i]);
                 }
                 e->n_staged = 0;
+                memset(e->staged_set, 0, sizeof(e->staged_set));
                 (void) sd_event_source_set_time_relative(e->relist, RELIST_USEC);
                 (void) sd_event_source_set_enabled(e->relist, SD_EVENT_ONESHOT);
                 manager_maybe_settled(e->m);
@@ -279,6 +279,7 @@ static int commit(Evidence *e) {
         }
         list_sync_submit(e->sync, e->n_staged, iver_imalog_file_size(e->file), pcrs);
         e->n_staged = 0;
+        memset(e->staged_set, 0, sizeof(e->staged_set));
         manager_maybe_settled(e->m);
         return 0;
 }
@@ -297,17 +298,38 @@ int evidence_flush(Evidence *e) {
         return 0;
 }
 
-static bool staged_contains(const Evidence *e, const IverImaEntry *ent) {
-        for (size_t i = e->n_staged; i > 0; i--)
-                if (e->staged[i - 1]->pcr == ent->pcr && !ent->violation &&
-                    memcmp(e->staged[i - 1]->template_digest, ent->template_digest, IVER_IMA_TEMPLATE_DIGEST_SIZE) == 0)
+/* The staged group's (PCR, template digest) pairs: open addressing over
+ * staged indexes + 1 (a group holds at most GROUP_MAX, the set is twice
+ * that), so the dedup check of a record is one probe, not a scan. */
+static size_t staged_home(const IverImaEntry *ent) {
+        uint64_t h;
+        memcpy(&h, ent->template_digest, sizeof(h));
+        return (size_t) mix64(h ^ ent->pcr) & (STAGED_SET - 1);
+}
+
+static bool staged_find(const Evidence *e, const IverImaEntry *ent, size_t *ret_slot) {
+        size_t i = staged_home(ent);
+        for (; e->staged_set[i] != 0; i = (i + 1) & (STAGED_SET - 1)) {
+                const IverImaEntry *s = e->staged[e->staged_set[i] - 1];
+                if (s->pcr == ent->pcr &&
+                    memcmp(s->template_digest, ent->template_digest, IVER_IMA_TEMPLATE_DIGEST_SIZE) == 0)
                         return true;
+        }
+        *ret_slot = i;
         return false;
 }
 
+static bool staged_contains(const Evidence *e, const IverImaEntry *ent) {
+        size_t slot;
+        return !ent->violation && staged_find(e, ent, &slot);
+}
+
 static int stage(Evidence *e, IverImaEntry *ent) {
+        size_t slot;
         if (e->n_staged == GROUP_MAX)
                 (void) commit(e);
+        if (!ent->violation && !staged_find(e, ent, &slot))
+                e->staged_set[slot] = (uint16_t) (e->n_staged + 1);
         e->staged[e->n_staged++] = ent;
         return evidence_flush(e);
 }
