@@ -206,7 +206,7 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, size_t *ret_t
 static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool sync) {
         _cleanup_free_ uint8_t *bin = NULL;
         _cleanup_free_ char *text = NULL;
-        size_t size = 0, off = 0, text_len = 0;
+        size_t size = 0, off = 0, text_len = 0, text_cap = 0;
         struct stat ast;
         int r;
 
@@ -230,10 +230,14 @@ static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool s
                 r = iver_imalog_entry_to_ascii(e[i], &line, &ln);
                 if (r < 0)
                         return r;
-                char *t = realloc(text, text_len + ln + 1);
-                if (!t)
-                        return -ENOMEM;
-                text = t;
+                if (text_len + ln > text_cap) {
+                        size_t cap = MAX(text_cap * 2, text_len + ln);
+                        char *t = realloc(text, cap);
+                        if (!t)
+                                return -ENOMEM;
+                        text = t;
+                        text_cap = cap;
+                }
                 memcpy(text + text_len, line, ln);
                 text_len += ln;
         }

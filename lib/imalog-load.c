@@ -58,7 +58,7 @@ static int encode(const IverImaEntry *e, IverImaFormat format, char **buf, size_
                         return r;
         }
         if (*len + n > *cap) {
-                size_t c = *cap * 2 > *len + n ? *cap * 2 : *len + n;
+                size_t c = MAX(*cap * 2, *len + n);
                 char *b = realloc(*buf, c);
                 if (!b)
                         return -ENOMEM;

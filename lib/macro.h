@@ -14,6 +14,7 @@
 #define _unlikely_(x) __builtin_expect(!!(x), 0)
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 #define TAKE_PTR(p)                          \
         ({                                   \
