@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+/* The measurement cache's layout, shared by its parts: cache.c (the API:
+ * lookups and changes), cache-index.c (the open-addressing indexes) and
+ * cache-dirs.c (the directory table and compaction of the arenas). Internal
+ * to libiver. */
+#include <assert.h>
+#include <string.h>
+
+#include "arena.h"
+#include "iver/cache.h"
+#include "macro.h"
+
+#define ENTRY_CHUNK_SHIFT 12
+#define ENTRY_CHUNK (1U << ENTRY_CHUNK_SHIFT)
+#define SLOT_EMPTY UINT32_MAX
+/* A slot holds a number (entry or directory) in its low IDX_BITS and the top
+ * bits of the key's hash above them: a probe that meets another key mostly
+ * moves on without touching that key's entry (a miss, the usual lookup of a
+ * new file, costs about one cache line instead of one per probe). */
+#define IDX_BITS 27
+#define IDX_MASK ((1U << IDX_BITS) - 1)
+#define MAX_ENTRIES (IDX_MASK - 1)  /* so no slot is ever SLOT_EMPTY */
+
+typedef struct CacheEntry {
+        uint64_t ino, gen, size;
+        int64_t atime, mtime, ctime;
+        uint64_t version;
+        uint64_t shadow_atime, shadow_mtime;
+        uint32_t dev;
+        uint16_t mode;
+        uint16_t algo : 5;
+        uint16_t mark : 1;      /* scan mark (iver_cache_*_mark) */
+        uint16_t flags : 8;
+        uint16_t source : 2;
+        uint32_t uid, gid;
+        uint32_t name_off;      /* names arena: NameRecord */
+        uint32_t digest_off;
+} CacheEntry;
+
+_Static_assert(sizeof(CacheEntry) == 96, "cache entry grew");
+_Static_assert(_IVER_HASH_MAX <= 32, "algo bit-field too narrow");
+
+/* names arena records: a name is u32 directory, u16 length, bytes; a
+ * directory is u16 length, bytes (ending in '/' unless empty). */
+#define NAME_HDR 6
+#define DIR_HDR 2
+
+typedef struct Dir {
+        uint64_t hash;  /* hash_bytes of the directory's bytes */
+        uint32_t off;   /* names arena; for a free slot, the next free slot */
+        uint32_t refs;  /* entries named in it; 0 = free slot */
+} Dir;
+
+typedef struct Index {
+        uint32_t *slots;
+        uint32_t mask;      /* capacity - 1; capacity is a power of two */
+} Index;
+
+struct IverCache {
+        CacheEntry **chunks;
+        uint32_t n_chunks;
+        uint32_t n;
+        Index by_inode, by_path, by_dir;
+        Dir *dirs;
+        uint32_t n_dirs, n_dirs_alloc, n_dirs_used, dir_free;
+        IverArena names, digests;
+};
+
+static inline CacheEntry *entry(const IverCache *c, uint32_t i) {
+        return &c->chunks[i >> ENTRY_CHUNK_SHIFT][i & (ENTRY_CHUNK - 1)];
+}
+
+static inline uint64_t hash_inode(uint32_t dev, uint64_t ino) {
+        return mix64(ino ^ ((uint64_t) dev << 40) ^ ((uint64_t) dev >> 24));
+}
+
+static inline uint64_t hash_bytes(const void *p, size_t len) {
+        const uint8_t *s = p;
+        uint64_t h = 0x9e3779b97f4a7c15ULL ^ len, w;
+        while (len >= 8) {
+                memcpy(&w, s, 8);
+                h = mix64(h ^ w);
+                s += 8;
+                len -= 8;
+        }
+        w = 0;
+        memcpy(&w, s, len);
+        return mix64(h ^ w ^ 0x5555);
+}
+
+static inline uint64_t hash_path(uint64_t dir_hash, const char *base, size_t blen) {
+        return mix64(dir_hash + 0x632be59bd9b4e019ULL) ^ hash_bytes(base, blen);
+}
+
+/* ---- records ---- */
+
+static inline const uint8_t *dir_bytes(const IverCache *c, uint32_t d, size_t *ret_len) {
+        const uint8_t *p = iver_arena_at(&c->names, c->dirs[d].off);
+        uint16_t len;
+        memcpy(&len, p, sizeof(len));
+        *ret_len = len;
+        return p + DIR_HDR;
+}
+
+static inline const uint8_t *name_bytes(const IverCache *c, const CacheEntry *e, uint32_t *ret_dir, size_t *ret_len) {
+        const uint8_t *p = iver_arena_at(&c->names, e->name_off);
+        uint32_t d;
+        uint16_t len;
+        memcpy(&d, p, sizeof(d));
+        memcpy(&len, p + 4, sizeof(len));
+        *ret_dir = d;
+        *ret_len = len;
+        return p + NAME_HDR;
+}
+
+static inline size_t name_record_len(const IverCache *c, const CacheEntry *e) {
+        uint32_t d;
+        size_t len;
+        (void) name_bytes(c, e, &d, &len);
+        return NAME_HDR + len;
+}
+
+static inline uint64_t hash_entry_path(const IverCache *c, const CacheEntry *e) {
+        uint32_t d;
+        size_t len;
+        const uint8_t *b = name_bytes(c, e, &d, &len);
+        return hash_path(c->dirs[d].hash, (const char *) b, len);
+}
+
+/* "/usr/bin/ls" → "/usr/bin/" + "ls"; "ls" → "" + "ls" */
+static inline size_t split(const char *path, size_t len) {
+        const char *s = memrchr(path, '/', len);
+        return s ? (size_t) (s - path) + 1 : 0;
+}
+
+static inline uint32_t slot_tag(uint64_t hash) {
+        return (uint32_t) (hash >> (64 - (32 - IDX_BITS)));
+}
+
+static inline uint32_t slot_make(uint64_t hash, uint32_t i) {
+        return slot_tag(hash) << IDX_BITS | i;
+}
+
+static inline uint32_t slot_num(uint32_t s) {
+        return s & IDX_MASK;
+}
+
+static inline bool slot_may_be(uint32_t s, uint64_t hash) {
+        return s >> IDX_BITS == slot_tag(hash);
+}
+
+/* ---- cache-index.c: open addressing (linear probing) over entry and
+ * directory numbers ---- */
+
+/* The slot holding (dev, ino), the empty slot ending its probe, or NULL
+ * while the index has no table. */
+uint32_t *cache_index_find_inode(const IverCache *c, uint32_t dev, uint64_t ino);
+/* The same for a directory's bytes (hash: hash_bytes of them). */
+uint32_t *cache_index_find_dir(const IverCache *c, uint64_t hash, const char *dir, size_t len);
+/* The same for the entry named base in directory d. */
+uint32_t *cache_index_find_name(const IverCache *c, uint32_t d, const char *base, size_t blen);
+/* The slot holding number i in x (it must be there). */
+uint32_t *cache_index_slot_of(const IverCache *c, const Index *x, uint32_t i);
+void cache_index_delete(IverCache *c, Index *x, uint32_t *slot);
+void cache_index_insert(IverCache *c, Index *x, uint32_t i);
+/* Room for want numbers at a load of at most 3/4 (rebuilt when it grows). */
+int cache_index_reserve(IverCache *c, Index *x, uint32_t want);
+
+/* ---- cache-dirs.c: directories and compaction ---- */
+
+/* The directory numbered for these bytes, made (with no reference) if new. */
+int cache_dir_get(IverCache *c, const char *dir, size_t len, uint32_t *ret);
+/* Drop a reference; the last one frees the directory. */
+void cache_dir_unref(IverCache *c, uint32_t d);
+/* A directory made by cache_dir_get() that ended up unused. */
+void cache_dir_unref_if_unused(IverCache *c, uint32_t d);
+/* Compact the names and digest arenas when garbage dominates them. */
+void cache_maybe_compact(IverCache *c);
