@@ -5,7 +5,8 @@
  * (the disk may have been changed offline, and its PCR is gone anyway).
  *
  * A snapshot is also bound to the measurement list it was written next to
- * (the list file's identity goes into the boot id it carries): a cached file
+ * (the list file's identity and first record go into the boot id it
+ * carries): a cached file
  * is one whose entry is in the list, so with a fresh list (the recovery from
  * broken evidence) the snapshot is discarded and every file listed again,
  * never left out of the new list because it was cached. */
@@ -34,22 +35,26 @@ static char *snapshot_path(const Manager *m) {
 }
 
 /* The id a snapshot is bound to: the boot's, mixed with the identity of the
- * list file (device and inode) when there is one. */
+ * list file: its device and inode, and its first record's PCR and template
+ * digest (the list is append-only, so its first record never changes; a
+ * fresh list is empty when iverd starts, even if its inode number was
+ * reused). */
 static int scope_id(Manager *m, uint8_t ret[16]) {
-        uint8_t boot[16], md[EVP_MAX_MD_SIZE];
+        uint8_t buf[16 + 2 * sizeof(uint64_t) + 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE] = {}, md[EVP_MAX_MD_SIZE];
         struct stat st;
-        int r = iver_boot_id(boot);
+        int r = iver_boot_id(buf);
         if (r < 0)
                 return r;
         int fd = m->evidence ? evidence_list_fd(m->evidence) : -EBADF;
         if (fd < 0 || fstat(fd, &st) < 0) {
-                memcpy(ret, boot, 16);
+                memcpy(ret, buf, 16);
                 return 0;
         }
         uint64_t id[2] = { (uint64_t) st.st_dev, (uint64_t) st.st_ino };
-        uint8_t buf[sizeof(boot) + sizeof(id)];
-        memcpy(buf, boot, sizeof(boot));
-        memcpy(buf + sizeof(boot), id, sizeof(id));
+        memcpy(buf + 16, id, sizeof(id));
+        /* an empty list leaves the first record's bytes zero */
+        if (pread(fd, buf + 16 + sizeof(id), 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE, 0) < 0)
+                return -errno;
         if (EVP_Digest(buf, sizeof(buf), md, NULL, EVP_sha256(), NULL) != 1)
                 return -EIO;
         memcpy(ret, md, 16);
