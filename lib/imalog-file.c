@@ -169,7 +169,7 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, size_t *ret_t
         if (!f)
                 return -ENOMEM;
         f->dir_fd = f->bin_fd = f->ascii_fd = -EBADF;
-        (void) ima_index_init(&f->index);
+        ima_index_init(&f->index);
         f->dir_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         if (f->dir_fd < 0)
                 return negative_errno();

@@ -15,14 +15,13 @@
 #define MIN_BITS 10
 #define RECORD_KEY_SIZE (4 + IVER_IMA_TEMPLATE_DIGEST_SIZE)     /* u32 pcr · template digest */
 
-int ima_index_init(ImaIndex *x) {
+void ima_index_init(ImaIndex *x) {
         *x = (ImaIndex) {};
         if (getrandom(x->key, sizeof(x->key), GRND_NONBLOCK) != sizeof(x->key)) {
                 /* early boot without entropy: still not the same in every run */
                 x->key[0] = (uint64_t) (uintptr_t) x ^ (uint64_t) getpid() * 0x9e3779b97f4a7c15ULL;
                 x->key[1] = x->key[0] * 0xbf58476d1ce4e5b9ULL + 1;
         }
-        return 0;
 }
 
 void ima_index_done(ImaIndex *x) {

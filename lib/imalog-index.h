@@ -27,7 +27,7 @@ typedef struct ImaIndex {
         uint64_t key[2];
 } ImaIndex;
 
-int ima_index_init(ImaIndex *x);
+void ima_index_init(ImaIndex *x);
 void ima_index_done(ImaIndex *x);
 /* Record that the list holds (pcr, digest) in the record at offset (fd is
  * the list, to tell a pair already there: it keeps its first record). */

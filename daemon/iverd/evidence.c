@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The measurement list (write-ahead, group commit) and the per-file churn
  * limit, on the event loop; the extend cursor lives with the TPM thread, which
- * gets each entry once it is durable. Calls go one way: checker.c, verbs.c →
- * evidence.c / evidence-tpm.c → tpm-thread.c → tpm-ops.c → lib/tpm.c; the
- * thread answers through an eventfd (evidence-tpm.c).
+ * reads each entry back from the list file once it is durable. The list lives
+ * in that file only: the file keeps a count and a dedup index, and the staged
+ * group (≤ 1,000 entries) is all this file holds in memory. Calls go one
+ * way: checker.c, verbs.c → evidence.c / evidence-tpm.c → tpm-thread.c →
+ * tpm-ops.c → lib/tpm.c; the thread answers through an eventfd
+ * (evidence-tpm.c).
  *
  * Group commit: entries are staged and written with one write when 1,000 are
  * staged or 10 ms after the first; the sync thread (list-sync.c) makes them
  * durable with one fdatasync for all groups written meanwhile, and only then
- * hands them to the TPM thread: no PCR ever holds an entry the list on disk
- * lacks, and a slow disk never stalls the loop. When the list cannot be written the evidence is marked broken: the
- * TPM thread extends all-0xFF (no list entry) into every PCR the list uses, so
- * no quote verifies again until the operator restarts with a fresh list. */
+ * moves the TPM thread's durable end past them: no PCR ever holds an entry
+ * the list on disk lacks, and a slow disk never stalls the loop. When the
+ * list cannot be written the evidence is marked broken: the TPM thread
+ * extends all-0xFF (no list entry) into every PCR the list uses, so no quote
+ * verifies again until the operator restarts with a fresh list. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

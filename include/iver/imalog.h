@@ -160,8 +160,8 @@ int iver_imalog_entry_to_ascii(const IverImaEntry *e, char **ret, size_t *ret_le
  * Leading spaces before the PCR are allowed ("%2d"). -EBADMSG on bad syntax. */
 int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **ret);
 
-/* The in-memory list: entries in order and the set of template digests
- * (per PCR) used for the kernel's dedup rule. */
+/* The in-memory list: entries in order (a list read back whole). The
+ * kernel's dedup rule is kept by the live list (iver_imalog_file_contains). */
 typedef struct IverImaLog IverImaLog;
 
 int iver_imalog_new(IverImaLog **ret);
@@ -175,14 +175,7 @@ size_t iver_imalog_size(const IverImaLog *l);
 const IverImaEntry *iver_imalog_get(const IverImaLog *l, size_t i);
 /* All entries in order (iver_imalog_size() of them); valid until the next push. */
 const IverImaEntry *const *iver_imalog_entries(const IverImaLog *l);
-/* Whether an entry with e's template digest for e's PCR is in the list.
- * Violations are never "contained" (the kernel records each one). */
-bool iver_imalog_contains(const IverImaLog *l, const IverImaEntry *e);
-/* Append with the kernel's dedup rule: -EEXIST if the list already holds the
- * template digest for that PCR (A→B→A gives two entries, A→A one). On
- * success (0) the list owns e; on failure the caller still does. */
-int iver_imalog_append(IverImaLog *l, IverImaEntry *e);
-/* Append without the dedup check (a list read back from disk is taken as is). */
+/* Append e, which the list then owns (on failure the caller still does). */
 int iver_imalog_push(IverImaLog *l, IverImaEntry *e);
 
 /* Parse a whole buffer in one format, appending to l (no dedup). Returns 0

@@ -144,7 +144,7 @@ static void write_entries(IverTpm *t, unsigned pcr, const char *dir, unsigned n,
                 die(r, "file_open", NULL);
         for (unsigned i = 0; i < n; i++) {
                 IverImaEntry *e = make_entry(pcr, i, tag);
-                if (iver_imalog_contains(l, e)) {
+                if (iver_imalog_file_contains(f, e) > 0) {
                         iver_imalog_entry_free(e);
                         dups++;
                         continue;
@@ -159,9 +159,9 @@ static void write_entries(IverTpm *t, unsigned pcr, const char *dir, unsigned n,
                         if (r < 0)
                                 die(r, "extend", t);
                 }
-                r = iver_imalog_append(l, e);
+                r = iver_imalog_push(l, e);
                 if (r < 0)
-                        die(r, "imalog_append", NULL);
+                        die(r, "imalog_push", NULL);
                 added++;
         }
         printf("entries added %u, duplicates dropped %u, list now %zu%s", added, dups, iver_imalog_size(l),
@@ -376,16 +376,16 @@ int main(int argc, char **argv) {
                         if (i == 2 * n / 3 && system(argv[6]) != 0)
                                 die(-EIO, "start command", NULL);
                         IverImaEntry *e = make_entry(pcr, i, "outage");
-                        if (iver_imalog_contains(l, e)) {
+                        if (iver_imalog_file_contains(f, e) > 0) {
                                 iver_imalog_entry_free(e);
                                 continue;
                         }
                         r = iver_imalog_file_append(f, e);      /* write-ahead */
                         if (r < 0)
                                 die(r, "file_append", NULL);
-                        r = iver_imalog_append(l, e);
+                        r = iver_imalog_push(l, e);
                         if (r < 0)
-                                die(r, "imalog_append", NULL);
+                                die(r, "imalog_push", NULL);
 
                         if (!iver_tpm_is_connected(t)) {
                                 r = iver_tpm_connect(t);

@@ -17,6 +17,7 @@
 #include "check-run.h"
 
 #define N 20000
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
 static IverImaEntry *mk(uint32_t pcr, unsigned i) {
         IverImaEntry *e = NULL;
@@ -125,6 +126,35 @@ START_TEST(test_dedup_index) {
 }
 END_TEST
 
+/* The kernel's rule on small cases: A→B→A lists two entries, the same
+ * digest for another PCR is another pair, every violation is listed. */
+START_TEST(test_dedup_rule) {
+        char *dir = mkdir_tmp();
+        IverImaFile *f = NULL;
+        IverImaEntry *a = mk(16, 1), *b = mk(16, 2), *a2 = mk(16, 1), *a3 = mk(23, 1), *v1 = NULL, *v2 = NULL;
+
+        ck_assert_int_eq(iver_imalog_file_open(dir, &f, NULL), 0);
+        ck_assert_int_eq(iver_imalog_file_contains(f, a), 0);
+        ck_assert_int_eq(iver_imalog_file_append(f, a), 0);
+        ck_assert_int_eq(iver_imalog_file_contains(f, b), 0);
+        ck_assert_int_eq(iver_imalog_file_append(f, b), 0);
+        ck_assert_int_eq(iver_imalog_file_contains(f, a2), 1);     /* A→B→A: two entries */
+        ck_assert_int_eq(iver_imalog_file_contains(f, a3), 0);     /* same digest, other PCR */
+        ck_assert_int_eq(iver_imalog_file_append(f, a3), 0);
+        ck_assert_int_eq(iver_imalog_entry_new_violation(IVER_IMA_TEMPLATE_NG, 16, IVER_HASH_SHA256, "/v", 2, 0, &v1), 0);
+        ck_assert_int_eq(iver_imalog_entry_new_violation(IVER_IMA_TEMPLATE_NG, 16, IVER_HASH_SHA256, "/v", 2, 0, &v2), 0);
+        ck_assert_int_eq(iver_imalog_file_append(f, v1), 0);
+        ck_assert_int_eq(iver_imalog_file_contains(f, v2), 0);     /* every violation is recorded */
+        ck_assert_int_eq(iver_imalog_file_append(f, v2), 0);
+        ck_assert_uint_eq(iver_imalog_file_count(f), 5);
+        IverImaEntry *all[] = { a, b, a2, a3, v1, v2 };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++)
+                iver_imalog_entry_free(all[i]);
+        iver_imalog_file_free(f);
+        rm_tmp(dir);
+}
+END_TEST
+
 START_TEST(test_reader) {
         char *dir = mkdir_tmp(), p[512];
         IverImaFile *f = NULL;
@@ -210,6 +240,7 @@ int main(void) {
         TCase *tc = tcase_create("core");
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_dedup_index);
+        tcase_add_test(tc, test_dedup_rule);
         tcase_add_test(tc, test_reader);
         suite_add_tcase(s, tc);
         return iver_run_suite(s);
