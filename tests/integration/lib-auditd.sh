@@ -1,13 +1,29 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # A private audit daemon for tests (sourced): `auditd -n -c DIR` with its log
 # in DIR/audit.log. Only one audit daemon can be registered with the kernel,
-# so auditd_start first waits for another one to go. The caller stops it by
-# PID ($AUDITD_PID) in its cleanup and puts the kernel's "enabled" flag back
-# ($AUDITD_PREV_ENABLED: auditd disables auditing when it stops):
-#   [ -n "$AUDITD_PREV_ENABLED" ] && [ "$AUDITD_PREV_ENABLED" != 2 ] && auditctl -e "$AUDITD_PREV_ENABLED"
-# Needs the caller's fail().
+# so auditd_start first waits for another one to go. auditd_stop (in the
+# caller's cleanup too) stops it by PID and puts the kernel's "enabled" flag
+# back (auditd disables auditing when it stops). stop_pid PID: TERM, up to
+# 5 s, KILL. Needs the caller's fail().
 AUDITD_PID=
 AUDITD_PREV_ENABLED=$(auditctl -s | awk '$1 == "enabled" { print $2 }')
+
+stop_pid() {
+  local p=$1
+  [ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 0
+  kill -TERM "$p" 2>/dev/null
+  for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$p" 2>/dev/null || true
+  wait "$p" 2>/dev/null || true
+}
+
+auditd_stop() {
+  stop_pid "$AUDITD_PID"
+  AUDITD_PID=
+  if [ -n "$AUDITD_PREV_ENABLED" ] && [ "$AUDITD_PREV_ENABLED" != 2 ]; then
+    auditctl -e "$AUDITD_PREV_ENABLED" >/dev/null
+  fi
+}
 
 auditd_registered() { auditctl -s | awk '$1 == "pid" { print $2 }'; }
 

@@ -26,23 +26,13 @@ IVERD_PID= WRITER_PID=
 source "$(dirname "$0")/lib-auditd.sh"
 step() { printf '\n== %s\n' "$*"; }
 fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
-stop_pid() { # PID: TERM, wait up to 5 s, KILL
-  local p=$1
-  [ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 0
-  kill -TERM "$p" 2>/dev/null
-  for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$p" 2>/dev/null || true
-  wait "$p" 2>/dev/null || true
-}
 cleanup() {
   local rc=$?
   set +e
   trap - EXIT INT TERM
   stop_pid "$WRITER_PID"
   stop_pid "$IVERD_PID"
-  stop_pid "$AUDITD_PID"
-  # auditd disables auditing when it stops; put back what was there before
-  [ -n "$AUDITD_PREV_ENABLED" ] && [ "$AUDITD_PREV_ENABLED" != 2 ] && auditctl -e "$AUDITD_PREV_ENABLED" >/dev/null
+  auditd_stop
   rm -rf "$S"
   exit $rc
 }
@@ -98,7 +88,6 @@ echo "measurement record: path and digest found"
 echo "violation record: path and res=failed found"
 
 step "stop auditd (pid $AUDITD_PID), restore audit enabled=$AUDITD_PREV_ENABLED"
-stop_pid "$AUDITD_PID"; AUDITD_PID=
-[ -n "$AUDITD_PREV_ENABLED" ] && [ "$AUDITD_PREV_ENABLED" != 2 ] && auditctl -e "$AUDITD_PREV_ENABLED" >/dev/null
+auditd_stop
 auditctl -s | grep -E '^(enabled|pid) '
 echo; echo PASS

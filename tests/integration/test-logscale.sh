@@ -32,14 +32,6 @@ IVERD_PID= WRITER_PID= SINK_PID= MNT=
 source "$(dirname "$0")/lib-auditd.sh"
 step() { printf '\n== %s\n' "$*"; }
 fail() { printf 'FAIL: %s\n' "$*"; [ -f "$S/iverd.log" ] && tail -5 "$S/iverd.log"; exit 1; }
-stop_pid() { # PID: TERM, wait up to 5 s, KILL
-  local p=$1
-  [ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 0
-  kill -TERM "$p" 2>/dev/null
-  for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$p" 2>/dev/null || true
-  wait "$p" 2>/dev/null || true
-}
 cleanup() {
   local rc=$?
   set +e
@@ -47,8 +39,7 @@ cleanup() {
   stop_pid "$WRITER_PID"
   stop_pid "$IVERD_PID"
   stop_pid "$SINK_PID"
-  stop_pid "$AUDITD_PID"
-  [ -n "$AUDITD_PREV_ENABLED" ] && [ "$AUDITD_PREV_ENABLED" != 2 ] && auditctl -e "$AUDITD_PREV_ENABLED" >/dev/null
+  auditd_stop
   [ -n "$MNT" ] && { umount "$MNT" 2>/dev/null || umount -l "$MNT"; }
   rm -rf "$S"
   exit $rc
