@@ -6,7 +6,8 @@
 # only the list file and the quote's PCR values; not iverd's parser). The quote
 # signature and nonce are checked by tpm2_checkquote (tpm2-tools).
 #   1  live list + quote                         → accepted (prefix = whole list)
-#   2  one file digest changed in a copy         → rejected (template hash)
+#   2  one file digest changed in a copy         → rejected (template hash);
+#      on an ima-ng and on an ima-sig line (each template has its own layout)
 #   3  digest changed and template hash forged   → rejected (no prefix matches)
 #   4  list grows after the quote (more files)   → old quote still accepted (prefix rule)
 #   5  list cut short of what the quote covers   → rejected
@@ -53,31 +54,46 @@ grep -q "^ACCEPTED" "$D/v1.out" || fail "the live list was not accepted"
 n=$(wc -l <"$LIST")
 grep -q "replay of the first $n of $n entries" "$D/v1.out" || fail "the quote does not cover the whole settled list"
 
-step "2: tamper with one line of a copy: another file digest"
-# line 3: replace the file digest with the SHA-256 of other content, keep everything else
-awk -v d="$(printf 'evil\n' | sha256sum | cut -d' ' -f1)" 'NR == 3 { sub(/sha256:[0-9a-f]+/, "sha256:" d) } { print }' \
+# Steps 2 and 3 run on the first ima-ng line and on the first ima-sig line: the list's order
+# depends on which worker finishes first, and each template has its own field layout.
+for T in ima-ng ima-sig; do
+L=$(awk -v t="$T" '$3 == t { print NR; exit }' "$LIST")
+[ -n "$L" ] || fail "no $T line in the list"
+
+step "2 ($T): tamper with line $L of a copy: another file digest"
+# replace the file digest with the SHA-256 of other content, keep everything else
+awk -v l="$L" -v d="$(printf 'evil\n' | sha256sum | cut -d' ' -f1)" 'NR == l { sub(/sha256:[0-9a-f]+/, "sha256:" d) } { print }' \
         "$LIST" >"$D/tampered"
 diff "$LIST" "$D/tampered" || true
 if python3 "$VERIFY" --pcr $PCR "$D/tampered" "$D/q/pcrs.out" | tee "$D/v2.out"; then
         fail "a tampered list was accepted"
 fi
-grep -q "^REJECTED: line 3: template hash" "$D/v2.out" || fail "rejected for the wrong reason"
+grep -q "^REJECTED: line $L: template hash" "$D/v2.out" || fail "rejected for the wrong reason"
 
-step "3: the same change with a forged template hash (an attacker recomputing SHA-1)"
-python3 - "$D/tampered" "$D/forged" <<'EOF'
+step "3 ($T): the same change with a forged template hash (an attacker recomputing SHA-1)"
+python3 - "$D/tampered" "$D/forged" "$L" <<'PY'
 import hashlib, struct, sys
 f = lambda b: struct.pack("<I", len(b)) + b
 lines = open(sys.argv[1], "rb").read().split(b"\n")
-pcr, th, tn, dig, path = lines[2].split(b" ", 4)
+i = int(sys.argv[3]) - 1
+pcr, th, tn, dig, rest = lines[i].split(b" ", 4)
 algo, hx = dig.split(b":")
-td = f(algo + b":\0" + bytes.fromhex(hx.decode())) + f(path + b"\0")
-lines[2] = b" ".join([pcr, hashlib.sha1(td).hexdigest().encode(), tn, dig, path])
+td = f(algo + b":\0" + bytes.fromhex(hx.decode()))
+if tn == b"ima-sig":            # "path sighex": the signature is the last field, maybe empty
+        path, sig = rest.rsplit(b" ", 1)
+        td += f(path + b"\0") + f(bytes.fromhex(sig.decode()))
+elif tn == b"ima-ng":
+        td += f(rest + b"\0")
+else:
+        sys.exit("template %s: this forger does not know it" % tn.decode())
+lines[i] = b" ".join([pcr, hashlib.sha1(td).hexdigest().encode(), tn, dig, rest])
 open(sys.argv[2], "wb").write(b"\n".join(lines))
-EOF
+PY
 if python3 "$VERIFY" --pcr $PCR "$D/forged" "$D/q/pcrs.out" | tee "$D/v3.out"; then
         fail "a forged list was accepted"
 fi
 grep -q "matches no prefix" "$D/v3.out" || fail "rejected for the wrong reason"
+done
 
 step "4: measure more files after the quote: the list runs ahead, the old quote still verifies"
 for i in 1 2 3 4 5; do printf 'late %d\n' "$i" >"$D/tree/ng/late$i"; done
