@@ -313,22 +313,16 @@ size_t iver_imalog_file_memory(const IverImaFile *f) {
         return f ? ima_index_bytes(&f->index) : 0;
 }
 
-int iver_imalog_file_read_all(const IverImaFile *f, uint8_t **ret, size_t *ret_size) {
-        if (!f || f->size > SIZE_MAX - 1)
+int iver_imalog_file_reopen(const IverImaFile *f) {
+        struct stat a, b;
+        if (!f)
                 return -EINVAL;
-        _cleanup_free_ uint8_t *buf = malloc((size_t) f->size + 1);
-        size_t got = 0;
-        if (!buf)
-                return -ENOMEM;
-        while (got < f->size) {
-                ssize_t k = pread(f->bin_fd, buf + got, (size_t) f->size - got, (off_t) got);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return k < 0 ? negative_errno() : -EIO;
-                got += (size_t) k;
-        }
-        *ret = TAKE_PTR(buf);
-        *ret_size = got;
-        return 0;
+        _cleanup_close_ int fd = openat(f->dir_fd, IVER_IMA_BINARY_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &a) < 0 || fstat(f->bin_fd, &b) < 0)
+                return negative_errno();
+        if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+                return -ESTALE;
+        return TAKE_FD(fd);
 }

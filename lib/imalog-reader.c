@@ -120,3 +120,22 @@ int iver_imalog_reader_next(IverImaReader *r, uint64_t end, IverImaEntry **ret) 
         r->pos += (size_t) k;
         return 1;
 }
+
+int iver_imalog_read_prefix(int fd, uint64_t size, uint8_t **ret) {
+        if (size > SIZE_MAX - 1)
+                return -EFBIG;
+        _cleanup_free_ uint8_t *buf = malloc((size_t) size + 1);
+        size_t got = 0;
+        if (!buf)
+                return -ENOMEM;
+        while (got < size) {
+                ssize_t k = pread(fd, buf + got, (size_t) size - got, (off_t) got);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? negative_errno() : -EIO;
+                got += (size_t) k;
+        }
+        *ret = TAKE_PTR(buf);
+        return 0;
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Talking to iverd: one JSON request a line over the control socket. */
 #include <errno.h>
+#include <inttypes.h>
 #include <openssl/evp.h>
 #include <poll.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "iver/imalog.h"
 #include "macro.h"
 #include "output.h"
 #include "iverctl.h"
@@ -75,7 +77,40 @@ static const char *socket_path(void) {
         return e && *e ? e : "/run/iverd/iverd.sock";
 }
 
+/* recv, keeping an fd that comes with the bytes (SCM_RIGHTS) in *fd if fd
+ * is given and none came before, closing it otherwise. */
+static ssize_t recv_fd(int sock, char *buf, size_t len, int *fd) {
+        union {
+                struct cmsghdr h;
+                char b[CMSG_SPACE(4 * sizeof(int))];
+        } ctl;
+        struct iovec iov = { .iov_base = buf, .iov_len = len };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b) };
+        ssize_t k = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+        if (k < 0)
+                return k;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+                if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                        continue;
+                size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < n; i++) {
+                        int f;
+                        memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+                        if (fd && *fd < 0)
+                                *fd = f;
+                        else
+                                close(f);
+                }
+        }
+        return k;
+}
+
 int call(json_object *req, double timeout_sec, json_object **ret) {
+        return call_fd(req, timeout_sec, ret, NULL);
+}
+
+int call_fd(json_object *req, double timeout_sec, json_object **ret, int *ret_fd) {
+        _cleanup_close_ int passed = -1;
         const char *path = socket_path();
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         if (!req)
@@ -131,7 +166,7 @@ int call(json_object *req, double timeout_sec, json_object **ret) {
                         buf = bigger;
                         cap *= 2;
                 }
-                ssize_t k = pr < 0 ? -1 : recv(fd, buf + n, cap - n - 1, 0);
+                ssize_t k = pr < 0 ? -1 : recv_fd(fd, buf + n, cap - n - 1, &passed);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k <= 0)
@@ -159,6 +194,34 @@ int call(json_object *req, double timeout_sec, json_object **ret) {
                 json_object_put(reply);
                 return IVERCTL_EXIT_DAEMON;
         }
+        if (ret_fd) {
+                if (passed < 0) {
+                        fprintf(stderr, "iverctl: iverd sent no file descriptor with its reply\n");
+                        json_object_put(reply);
+                        return IVERCTL_EXIT_DAEMON;
+                }
+                *ret_fd = TAKE_FD(passed);
+        }
         *ret = reply;
+        return 0;
+}
+
+int reply_list(json_object *r, int fd, const char *who, uint8_t **ret, size_t *ret_len) {
+        json_object *v;
+        if (!json_object_object_get_ex(r, "list_bytes", &v) || !json_object_is_type(v, json_type_int) ||
+            json_object_get_int64(v) < 0) {
+                fprintf(stderr, "iverctl %s: no list length in the reply\n", who);
+                return IVERCTL_EXIT_DAEMON;
+        }
+        uint64_t bytes = json_object_get_uint64(v);
+        int k = iver_imalog_read_prefix(fd, bytes, ret);
+        if (k == -ENOMEM || k == -EFBIG)
+                return oom();
+        if (k < 0) {
+                fprintf(stderr, "iverctl %s: cannot read the measurement list (%" PRIu64 " bytes): %s\n", who, bytes,
+                        strerror(-k));
+                return IVERCTL_EXIT_DAEMON;
+        }
+        *ret_len = (size_t) bytes;
         return 0;
 }

@@ -13,6 +13,12 @@ extern const char *arg_socket;
  * "ok": false is printed and turned into IVERCTL_EXIT_DAEMON. req NULL (a
  * request that could not be built) is out of memory: IVERCTL_EXIT_FAILURE. */
 int call(json_object *req, double timeout_sec, json_object **ret);
+/* The same for a reply that carries a file descriptor (log, quote): *ret_fd
+ * is the caller's; a reply without one is IVERCTL_EXIT_DAEMON. */
+int call_fd(json_object *req, double timeout_sec, json_object **ret, int *ret_fd);
+/* The measurement list a reply passed (log, quote): the first "list_bytes"
+ * bytes of fd in a new buffer. 0, or an IverctlExit after printing why. */
+int reply_list(json_object *r, int fd, const char *who, uint8_t **ret, size_t *ret_len);
 /* Decode the base64 the daemon sends binary data in; *ret is malloc'd. */
 int base64_decode(const char *in, uint8_t **ret, size_t *ret_len);
 /* Convenience: {"verb": verb}; NULL when out of memory (call() says so). */

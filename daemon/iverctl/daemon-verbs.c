@@ -16,7 +16,9 @@
 
 #include "client.h"
 #include "fileio.h"
+#include "iver/imalog.h"
 #include "iver/ledger.h"
+#include "macro.h"
 #include "iverctl.h"
 #include "output.h"
 
@@ -228,33 +230,50 @@ static int decode_b64(json_object *r, const char *key, uint8_t **ret, size_t *re
         return base64_decode(json_object_get_string(s), ret, ret_len);
 }
 
+/* log [--binary]: the daemon passes a read-only fd on its list and the bytes
+ * written so far; iverctl copies or decodes them itself. */
 int verb_log(int argc, char *argv[]) {
         bool binary = has_flag(argc, argv, "--binary");
         json_object *req = request("log"), *r, *v;
-        (void) json_add(&req, "format", json_object_new_string(binary ? "binary" : "ascii"));
-        int ret = call(req, 0, &r);
+        _cleanup_close_ int fd = -1;
+        int ret = call_fd(req, 0, &r, &fd);
         json_object_put(req);
         if (ret)
                 return ret;
+        uint64_t end = json_object_object_get_ex(r, "list_bytes", &v) ? json_object_get_uint64(v) : 0;
+        json_object_put(r);
         if (binary) {
-                uint8_t *buf;
+                static uint8_t buf[1 << 20];
+                for (uint64_t off = 0; off < end;) {
+                        ssize_t k = pread(fd, buf, (size_t) (end - off < sizeof(buf) ? end - off : sizeof(buf)), (off_t) off);
+                        if (k <= 0) {
+                                fprintf(stderr, "iverctl log: cannot read the list at byte %" PRIu64 ": %s\n", off,
+                                        k < 0 ? strerror(errno) : "the file is shorter than the daemon said");
+                                return IVERCTL_EXIT_DAEMON;
+                        }
+                        if (fwrite(buf, 1, (size_t) k, stdout) != (size_t) k)
+                                return IVERCTL_EXIT_FAILURE;
+                        off += (uint64_t) k;
+                }
+                return IVERCTL_EXIT_OK;
+        }
+        _cleanup_(iver_imalog_reader_freep) IverImaReader *rd = NULL;
+        int k = iver_imalog_reader_new(fd, 0, &rd);
+        if (k < 0)
+                return oom();
+        for (size_t i = 0;; i++) {
+                _cleanup_(iver_imalog_entry_freep) IverImaEntry *ent = NULL;
+                _cleanup_free_ char *line = NULL;
                 size_t len;
-                int k = decode_b64(r, "binary", &buf, &len);
-                if (k < 0) {
-                        json_object_put(r);
-                        if (k == -ENOMEM)
-                                return oom();
-                        fprintf(stderr, "iverctl: bad binary list in reply\n");
+                k = iver_imalog_reader_next(rd, end, &ent);
+                if (k == 0)
+                        break;
+                if (k < 0 || (k = iver_imalog_entry_to_ascii(ent, &line, &len)) < 0) {
+                        fprintf(stderr, "iverctl log: entry %zu of the list: %s\n", i, strerror(-k));
                         return IVERCTL_EXIT_DAEMON;
                 }
-                fwrite(buf, 1, len, stdout);
-                free(buf);
-        } else if (json_object_object_get_ex(r, "ascii", &v))
-                for (size_t i = 0; i < json_object_array_length(v); i++) {
-                        json_object *line = json_object_array_get_idx(v, i);
-                        print_line(stdout, json_object_get_string(line), (size_t) json_object_get_string_len(line));
-                }
-        json_object_put(r);
+                print_line(stdout, line, len);
+        }
         return IVERCTL_EXIT_OK;
 }
 
@@ -430,25 +449,35 @@ int verb_quote(int argc, char *argv[]) {
                 (void) json_add(&req, "banks", banks);
         else
                 json_object_put(banks);
-        int ret = call(req, 25, &r);
+        _cleanup_close_ int fd = -1;
+        int ret = call_fd(req, 25, &r, &fd);
         json_object_put(req);
         if (ret)
                 return ret;
         static const struct {
                 const char *key, *file;
-        } parts[] = { { "msg", "quote.msg" }, { "sig", "quote.sig" }, { "pcrs", "pcrs.out" }, { "list", "measurements.bin" } };
+        } parts[] = { { "msg", "quote.msg" }, { "sig", "quote.sig" }, { "pcrs", "pcrs.out" }, { NULL, "measurements.bin" } };
         for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
                 uint8_t *buf;
                 size_t len;
-                int k = decode_b64(r, parts[i].key, &buf, &len);
-                if (k < 0) {
-                        json_object_put(r);
-                        if (k == -ENOMEM)
-                                return oom();
-                        fprintf(stderr, "iverctl quote: no valid '%s' in the reply\n", parts[i].key);
-                        return IVERCTL_EXIT_DAEMON;
+                if (!parts[i].key) {
+                        /* the list, up to the bytes written when the quote was answered */
+                        int k = reply_list(r, fd, "quote", &buf, &len);
+                        if (k) {
+                                json_object_put(r);
+                                return k;
+                        }
+                } else {
+                        int k = decode_b64(r, parts[i].key, &buf, &len);
+                        if (k < 0) {
+                                json_object_put(r);
+                                if (k == -ENOMEM)
+                                        return oom();
+                                fprintf(stderr, "iverctl quote: no valid '%s' in the reply\n", parts[i].key);
+                                return IVERCTL_EXIT_DAEMON;
+                        }
                 }
-                k = write_file(out, parts[i].file, buf, len);
+                int k = write_file(out, parts[i].file, buf, len);
                 free(buf);
                 if (k < 0) {
                         json_object_put(r);

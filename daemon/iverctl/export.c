@@ -16,7 +16,7 @@
  *              log_hash_alg is the template hash of the list (SHA-1 here)
  * Keylime compares the file digest as lower-case hex without the "algo:" prefix.
  *
- * The list is fetched in the binary format (verb "log", format "binary").
+ * The list is read in the binary format from the fd the verb "log" passes.
  * Names are stored in the kernel form (include/iver/imalog.h: space, controls
  * and bytes outside UTF-8 as '_'), the form the list itself holds and Keylime's
  * policy generators use, so every key is valid UTF-8 and matches the name a
@@ -51,9 +51,9 @@ static void hex(const uint8_t *p, size_t n, char *out) {
 }
 
 static int fetch_list(IverImaLog **ret) {
-        json_object *req = request("log"), *r, *v;
-        (void) json_add(&req, "format", json_object_new_string("binary"));
-        int ret_code = call(req, 0, &r);
+        json_object *req = request("log"), *r;
+        _cleanup_close_ int fd = -1;
+        int ret_code = call_fd(req, 0, &r, &fd);
         json_object_put(req);
         if (ret_code)
                 return ret_code;
@@ -61,12 +61,10 @@ static int fetch_list(IverImaLog **ret) {
         size_t len = 0, consumed = 0;
         IverImaLog *l = NULL;
         int k;
-        if (!json_object_object_get_ex(r, "binary", &v) || base64_decode(json_object_get_string(v), &buf, &len) < 0) {
-                fprintf(stderr, "iverctl policy export: bad binary list in the reply\n");
-                json_object_put(r);
-                return IVERCTL_EXIT_DAEMON;
-        }
+        ret_code = reply_list(r, fd, "policy export", &buf, &len);
         json_object_put(r);
+        if (ret_code)
+                return ret_code;
         if (iver_imalog_new(&l) < 0 || (k = iver_imalog_parse_binary(l, buf, len, &consumed)) < 0 || consumed != len) {
                 fprintf(stderr, "iverctl policy export: the daemon's list does not parse\n");
                 iver_imalog_free(l);

@@ -21,6 +21,9 @@
 #include "manager.h"
 
 #define REQUEST_TIMEOUT_USEC (10ULL * 1000000ULL)
+/* A streamed reply is made STREAM_CHUNK bytes at a time, when the peer has
+ * read the last chunk: its cost is one chunk, whatever the cache or list holds. */
+#define STREAM_CHUNK (64U * 1024U)
 /* An unprivileged user must not be able to take the daemon's fds (issue 13
  * item 12): at most CONNS_PER_UID connections per non-root uid, CONNS_MAX in
  * all, of which CONNS_ROOT_RESERVE only root may use. A connection is closed
@@ -53,6 +56,10 @@ struct Conn {
         uint64_t id;            /* parked: how a later reply finds it (control_parked) */
         char *out;              /* reply being written */
         size_t out_len, out_off;
+        int out_fd;             /* sent with the reply's first byte (SCM_RIGHTS), then closed */
+        ConnFill fill;          /* streamed reply: the next chunk, when out is sent */
+        void *fill_state;
+        void (*fill_free)(void *state);
 };
 
 struct Control {
@@ -85,6 +92,10 @@ static void conn_free(Conn *c) {
         sd_event_source_disable_unref(c->timer);
         if (c->fd >= 0)
                 close(c->fd);
+        if (c->out_fd >= 0)
+                close(c->out_fd);
+        if (c->fill_free)
+                c->fill_free(c->fill_state);
         free(c->buf);
         free(c->out);
         free(c);
@@ -106,19 +117,67 @@ json_object *reply_error(const char *fmt, ...) {
         return o;
 }
 
+/* The first send carries out_fd, if there is one. */
+static ssize_t conn_send(Conn *c) {
+        const void *p = c->out + c->out_off;
+        size_t len = c->out_len - c->out_off;
+        if (c->out_fd < 0)
+                return send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        union {
+                struct cmsghdr h;
+                char b[CMSG_SPACE(sizeof(int))];
+        } ctl = {};
+        struct iovec iov = { .iov_base = (void *) p, .iov_len = len };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b) };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &c->out_fd, sizeof(int));
+        ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+                close(c->out_fd);
+                c->out_fd = -1;
+        }
+        return n;
+}
+
 static int on_conn_writable(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Conn *c = userdata;
-        while (c->out_off < c->out_len) {
-                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        bool progress = false;
+        for (;;) {
+                if (c->out_off == c->out_len) {
+                        ssize_t k = c->fill ? c->fill(c->fill_state, c->out, STREAM_CHUNK) : 0;
+                        if (k <= 0)
+                                break; /* done, or the stream failed: the peer sees a cut reply */
+                        c->out_len = (size_t) k;
+                        c->out_off = 0;
+                }
+                ssize_t n = conn_send(c);
                 if (n < 0) {
-                        if (errno == EAGAIN)
+                        if (errno == EAGAIN) {
+                                /* a peer that reads is not dropped as silent */
+                                if (progress && c->timer)
+                                        (void) sd_event_source_set_time_relative(c->timer, REQUEST_TIMEOUT_USEC);
                                 return 0;
+                        }
                         break; /* peer gone */
                 }
+                progress = true;
                 c->out_off += (size_t) n;
         }
         conn_free(c);
         return 0;
+}
+
+static void conn_send_later(Conn *c) {
+        c->waiting = false;
+        sd_event_source_disable_unref(c->io);
+        c->io = NULL;
+        /* the reply goes out without blocking the loop; a peer that does not
+         * read is dropped by the timer */
+        if (sd_event_add_io(c->control->m->event, &c->io, c->fd, EPOLLOUT, on_conn_writable, c) < 0)
+                conn_free(c);
 }
 
 void conn_reply(Conn *c, json_object *reply) {
@@ -134,13 +193,24 @@ void conn_reply(Conn *c, json_object *reply) {
         c->out[len] = '\n';
         c->out_len = len + 1;
         json_object_put(reply);
-        c->waiting = false;
-        sd_event_source_disable_unref(c->io);
-        c->io = NULL;
-        /* the reply goes out without blocking the loop; a peer that does not
-         * read is dropped by the timer */
-        if (sd_event_add_io(c->control->m->event, &c->io, c->fd, EPOLLOUT, on_conn_writable, c) < 0)
+        conn_send_later(c);
+}
+
+void conn_reply_fd(Conn *c, json_object *reply, int fd) {
+        c->out_fd = fd;
+        conn_reply(c, reply);
+}
+
+void conn_reply_stream(Conn *c, ConnFill fill, void *state, void (*free_state)(void *state)) {
+        c->fill = fill;
+        c->fill_state = state;
+        c->fill_free = free_state;
+        c->out = malloc(STREAM_CHUNK);
+        if (!c->out) {
                 conn_free(c);
+                return;
+        }
+        conn_send_later(c);
 }
 
 static int on_conn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -365,6 +435,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                         continue;
                 }
                 c->fd = cfd;
+                c->out_fd = -1;
                 c->control = ctl;
                 c->peer = peer;
                 c->next = ctl->conns;

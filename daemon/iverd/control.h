@@ -11,7 +11,9 @@ typedef struct Control Control;
 typedef struct Conn Conn;
 
 /* The control socket: a unix stream socket (from socket activation or our
- * own), one JSON request a line, one JSON reply a line, then close. Peer
+ * own), one JSON request a line, one JSON reply a line, then close. A reply
+ * may carry a file descriptor (SCM_RIGHTS: the measurement list, read-only)
+ * or be streamed (a long listing, made as the peer reads it). Peer
  * credentials are read at accept and checked for every verb. Requests over
  * 64 KiB, malformed JSON or silence for 10 s get an error or a close, never
  * a crash or a stuck loop. Connections are capped per uid and in all, and
@@ -27,6 +29,16 @@ void control_settled(Control *c);
 /* For verbs: the peer, and replying later (settle). */
 const struct ucred *conn_peer(const Conn *c);
 void conn_reply(Conn *c, json_object *reply);   /* takes ownership; closes after sending */
+/* The same, with fd passed along (SCM_RIGHTS, with the reply's first byte);
+ * takes ownership of fd. */
+void conn_reply_fd(Conn *c, json_object *reply, int fd);
+/* A reply made as it is sent: fill writes up to cap bytes of it into buf and
+ * returns how many, 0 at its end (the reply's last byte is its '\n'), or -1 to
+ * cut it short. Called only when the peer has taken the last chunk, so a
+ * reply of any size costs one chunk; a peer that takes nothing for 10 s is
+ * dropped. free_state (may be NULL) runs when the connection ends. */
+typedef ssize_t (*ConnFill)(void *state, char *buf, size_t cap);
+void conn_reply_stream(Conn *c, ConnFill fill, void *state, void (*free_state)(void *state));
 /* Park the connection until settled or timeout_usec passes. */
 int conn_wait_settled(Conn *c, uint64_t timeout_usec);
 /* Park the connection for a reply a verb sends later with conn_reply(): its
@@ -36,6 +48,7 @@ uint64_t conn_park(Conn *c, uint64_t timeout_usec);
 Conn *control_parked(Control *ctl, uint64_t id);
 
 /* The verbs (verbs.c). A handler either returns a reply object (sent at
- * once) or NULL after parking the connection. */
+ * once) or NULL once it has answered itself (conn_reply_fd,
+ * conn_reply_stream) or parked the connection. */
 json_object *verb_run(VerbId v, Manager *m, Conn *c, json_object *req);
 json_object *reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

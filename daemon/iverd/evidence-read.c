@@ -12,10 +12,16 @@ int evidence_list_fd(const Evidence *e) {
         return e && e->file ? iver_imalog_file_fd(e->file) : -EBADF;
 }
 
-int evidence_list_binary(const Evidence *e, uint8_t **ret, size_t *ret_len) {
+int evidence_list_open(const Evidence *e, int *ret_fd, uint64_t *ret_bytes, uint64_t *ret_entries) {
         if (!e || !e->file)
                 return -ENODATA;
-        return iver_imalog_file_read_all(e->file, ret, ret_len);
+        int fd = iver_imalog_file_reopen(e->file);
+        if (fd < 0)
+                return fd;
+        *ret_fd = fd;
+        *ret_bytes = iver_imalog_file_size(e->file);
+        *ret_entries = iver_imalog_file_count(e->file);
+        return 0;
 }
 
 int evidence_list_foreach(const Evidence *e, EvidenceEntryFunc f, void *userdata) {

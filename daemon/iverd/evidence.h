@@ -50,8 +50,9 @@ unsigned evidence_pcr(const Evidence *e);
 /* The binary list file's fd (its identity binds the cache snapshot). */
 int evidence_list_fd(const Evidence *e);
 /* evidence-read.c: the list as written, read back from its file (the log,
- * quote and explain verbs). The whole binary list in a new buffer: */
-int evidence_list_binary(const Evidence *e, uint8_t **ret, size_t *ret_len);
+ * quote and explain verbs). A new read-only fd on the binary list for a
+ * client, with the bytes and entries written so far (whole records): */
+int evidence_list_open(const Evidence *e, int *ret_fd, uint64_t *ret_bytes, uint64_t *ret_entries);
 /* Each entry in list order, with its index; f returning < 0 stops the walk
  * (and is returned). */
 typedef int (*EvidenceEntryFunc)(size_t index, const IverImaEntry *entry, void *userdata);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The log and quote verbs: the measurement list and quotes as JSON. The
- * quote is made by the TPM thread (through evidence) and answered later on
- * the parked connection, never blocking the loop. */
+/* The log and quote verbs: the measurement list (as an fd on its file) and
+ * quotes. The quote is made by the TPM thread (through evidence) and
+ * answered later on the parked connection, never blocking the loop. */
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
@@ -11,15 +11,9 @@
 #include "evidence.h"
 #include "macro.h"
 #include "manager.h"
-#include "verbs-evidence.h"
+#include "verbs-internal.h"
 
 #define ADD(o, k, v) json_object_object_add((o), (k), (v))
-
-static json_object *ok_reply(void) {
-        json_object *o = json_object_new_object();
-        ADD(o, "ok", json_object_new_boolean(1));
-        return o;
-}
 
 static json_object *base64(const uint8_t *p, size_t len) {
         char *out = malloc(4 * ((len + 2) / 3) + 1);
@@ -31,43 +25,31 @@ static json_object *base64(const uint8_t *p, size_t len) {
         return s;
 }
 
-static int add_line(size_t i, const IverImaEntry *ent, void *userdata) {
-        _cleanup_free_ char *line = NULL;
-        size_t len;
-        int r = iver_imalog_entry_to_ascii(ent, &line, &len);
-        if (r < 0)
-                return r;
-        json_object_array_add(userdata, json_object_new_string_len(line, (int) len));
-        return 0;
-}
-
-json_object *verb_log(Manager *m, Conn *c, json_object *req) {
-        json_object *v, *o;
-        int r;
-
-        if (!m->evidence)
-                return reply_error("no measurement list");
-        bool binary = json_object_object_get_ex(req, "format", &v) && json_object_is_type(v, json_type_string) &&
-                      strcmp(json_object_get_string(v), "binary") == 0;
-        if (binary) {
-                _cleanup_free_ uint8_t *buf = NULL;
-                size_t len;
-                r = evidence_list_binary(m->evidence, &buf, &len);
-                if (r < 0)
-                        return reply_error("no measurement list: %s", strerror(-r));
-                o = ok_reply();
-                ADD(o, "binary", base64(buf, len));
-                return o;
-        }
-        json_object *a = json_object_new_array();
-        r = evidence_list_foreach(m->evidence, add_line, a);
+/* The list goes to the client as a read-only fd on its file with the length
+ * it has now (whole records; the list only grows): the daemon neither copies
+ * nor decodes it, so a list of any length costs the loop nothing. */
+static json_object *list_reply(Manager *m, json_object *o, int *ret_fd) {
+        uint64_t bytes, entries;
+        int r = evidence_list_open(m->evidence, ret_fd, &bytes, &entries);
         if (r < 0) {
-                json_object_put(a);
+                json_object_put(o);
                 return reply_error("measurement list not readable: %s", strerror(-r));
         }
-        o = ok_reply();
-        ADD(o, "ascii", a);
+        ADD(o, "list_bytes", json_object_new_uint64(bytes));
+        ADD(o, "list_entries", json_object_new_uint64(entries));
         return o;
+}
+
+/* log: {"list_bytes", "list_entries"} and the list's fd (iverctl decodes it). */
+json_object *verb_log(Manager *m, Conn *c, json_object *req) {
+        int fd = -1;
+        if (!m->evidence)
+                return reply_error("no measurement list");
+        json_object *o = list_reply(m, ok_reply(), &fd);
+        if (fd < 0)
+                return o;
+        conn_reply_fd(c, o, fd);
+        return NULL;
 }
 
 typedef struct QuoteReq {
@@ -86,22 +68,19 @@ static void quote_done(void *userdata, const IverTpmQuote *q, const char *error)
                 conn_reply(c, reply_error("quote failed: %s", error ?: "?"));
                 return;
         }
-        _cleanup_free_ uint8_t *list = NULL;
-        size_t list_len;
-        int r = evidence_list_binary(qr->m->evidence, &list, &list_len);
-        if (r < 0) {
-                conn_reply(c, reply_error("quote failed: %s", strerror(-r)));
-                return;
-        }
         json_object *o = ok_reply();
         ADD(o, "msg", base64(q->msg, q->msg_len));
         ADD(o, "sig", base64(q->sig, q->sig_len));
         ADD(o, "pcrs", base64(q->pcrs, q->pcrs_len));
         ADD(o, "ak_pem", json_object_new_string_len(q->ak_pem, (int) q->ak_pem_len));
         ADD(o, "selection", json_object_new_string(q->selection));
-        ADD(o, "list", base64(list, list_len));
         ADD(o, "pcr", json_object_new_int((int) evidence_pcr(qr->m->evidence)));
-        conn_reply(c, o);
+        int fd = -1;
+        o = list_reply(qr->m, o, &fd);
+        if (fd < 0)
+                conn_reply(c, o);
+        else
+                conn_reply_fd(c, o, fd);
 }
 
 /* quote {"nonce": HEX, "banks": ["sha256", …] (optional: every bank iverd

@@ -13,18 +13,12 @@
 #include "manager.h"
 #include "onaccess.h"
 #include "recheck.h"
-#include "verbs-evidence.h"
+#include "verbs-internal.h"
 #include "walk.h"
 #include "watch.h"
 
 #define ADD(o, k, v) json_object_object_add((o), (k), (v))
 #define U64(x) json_object_new_uint64((uint64_t) (x))
-
-static json_object *ok_reply(void) {
-        json_object *o = json_object_new_object();
-        ADD(o, "ok", json_object_new_boolean(1));
-        return o;
-}
 
 static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         json_object *o = ok_reply(), *vs = json_object_new_array();
@@ -130,44 +124,6 @@ static json_object *verb_stats(Manager *m, Conn *c, json_object *req) {
                 json_object_array_add(a, r);
         }
         ADD(o, "top", a);
-        return o;
-}
-
-static json_object *verb_list(Manager *m, Conn *c, json_object *req) {
-        IverCache *cache = iver_context_cache(m->ctx);
-        json_object *v, *o = ok_reply(), *a = json_object_new_array();
-        const char *prefix = json_object_object_get_ex(req, "prefix", &v) ? json_object_get_string(v) : "";
-        bool only_violations = json_object_object_get_ex(req, "violations", &v) && json_object_get_boolean(v);
-        size_t plen = strlen(prefix);
-        char hex[2 * IVER_DIGEST_MAX + 1], p[IVER_CACHE_PATH_MAX];
-        for (size_t i = 0; i < iver_cache_size(cache); i++) {
-                size_t len = iver_cache_path(cache, (uint32_t) i, p, sizeof(p));
-                if (len < plen || memcmp(p, prefix, plen) != 0)
-                        continue;
-                IverEntry e;
-                iver_cache_get(cache, (uint32_t) i, &e);
-                bool violation = e.flags & (IVER_ENTRY_VIOLATION | IVER_ENTRY_UNSTABLE);
-                if (only_violations && !violation)
-                        continue;
-                json_object *r = json_object_new_object();
-                ADD(r, "path", json_object_new_string_len(p, (int) len));
-                ADD(r, "violation", json_object_new_boolean(violation));
-                if (e.flags & IVER_ENTRY_MEASURED) {
-                        char d[2 * IVER_DIGEST_MAX + 16];
-                        snprintf(d, sizeof(d), "%s:%s", iver_hash_algo_to_string(e.digest.algo),
-                                 iver_digest_to_hex(&e.digest, hex));
-                        ADD(r, "digest", json_object_new_string(d));
-                }
-                const char *state = e.flags & IVER_ENTRY_UNSTABLE      ? "unstable"
-                                    : e.flags & IVER_ENTRY_PROVISIONAL ? "provisional"
-                                    : e.flags & IVER_ENTRY_RACY        ? "racy"
-                                    : e.flags & IVER_ENTRY_STALE       ? "stale"
-                                                                       : "measured";
-                ADD(r, "state", json_object_new_string(state));
-                ADD(r, "size", U64(e.size));
-                json_object_array_add(a, r);
-        }
-        ADD(o, "files", a);
         return o;
 }
 

@@ -261,8 +261,10 @@ uint32_t iver_imalog_file_pcrs(const IverImaFile *f);
 int iver_imalog_file_contains(const IverImaFile *f, const IverImaEntry *e);
 /* Memory the list takes beyond the struct (its dedup index), in bytes. */
 size_t iver_imalog_file_memory(const IverImaFile *f);
-/* The whole binary list (iver_imalog_file_size() bytes) in a new buffer. */
-int iver_imalog_file_read_all(const IverImaFile *f, uint8_t **ret, size_t *ret_size);
+/* A new read-only fd on the list file with its own file offset (O_CLOEXEC),
+ * for a reader elsewhere (the log and quote verbs pass it to their client):
+ * -ESTALE if the name no longer leads to the file being written. */
+int iver_imalog_file_reopen(const IverImaFile *f);
 
 /* ---- lib/imalog-reader.c: a binary list file, record by record ---- */
 
@@ -285,6 +287,9 @@ int iver_imalog_reader_next(IverImaReader *r, uint64_t end, IverImaEntry **ret);
 uint64_t iver_imalog_reader_offset(const IverImaReader *r);
 /* Go on reading at offset (a record boundary). */
 void iver_imalog_reader_seek(IverImaReader *r, uint64_t offset);
+/* The first size bytes of the binary list on fd in a new buffer; -EIO if
+ * the file is shorter, -EFBIG if size does not fit in memory. */
+int iver_imalog_read_prefix(int fd, uint64_t size, uint8_t **ret);
 
 /* ---- lib/replay.c: expected PCR values ---- */
 

@@ -109,8 +109,18 @@ START_TEST(test_dedup_index) {
         /* the whole list back, byte for byte what a reader decodes */
         uint8_t *buf = NULL;
         size_t len = 0;
-        ck_assert_int_eq(iver_imalog_file_read_all(f, &buf, &len), 0);
-        ck_assert_uint_eq(len, iver_imalog_file_size(f));
+        int rfd = iver_imalog_file_reopen(f);
+        ck_assert_int_ge(rfd, 0);
+        len = (size_t) iver_imalog_file_size(f);
+        ck_assert_int_eq(iver_imalog_read_prefix(rfd, len, &buf), 0);
+        /* the reopened fd reads, never writes, and has its own offset */
+        ck_assert_int_eq(write(rfd, "x", 1), -1);
+        ck_assert_int_eq(lseek(rfd, 0, SEEK_CUR), 0);
+        /* a prefix longer than the file is an error, not a short buffer */
+        uint8_t *toolong = NULL;
+        ck_assert_int_eq(iver_imalog_read_prefix(rfd, len + 1, &toolong), -EIO);
+        ck_assert_ptr_null(toolong);
+        close(rfd);
         IverImaLog *l = NULL;
         size_t used = 0;
         ck_assert_int_eq(iver_imalog_new(&l), 0);
@@ -121,6 +131,15 @@ START_TEST(test_dedup_index) {
         ck_assert(iver_imalog_get(l, N)->violation);
         iver_imalog_free(l);
         free(buf);
+        /* a file renamed over the list's name is not the list: no fd to it */
+        char p[512], q[512];
+        snprintf(p, sizeof(p), "%s/planted", dir);
+        snprintf(q, sizeof(q), "%s/%s", dir, IVER_IMA_BINARY_FILE);
+        int pfd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(pfd, 0);
+        close(pfd);
+        ck_assert_int_eq(rename(p, q), 0);
+        ck_assert_int_eq(iver_imalog_file_reopen(f), -ESTALE);
         iver_imalog_file_free(f);
         rm_tmp(dir);
 }

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The verbs' handlers outside verbs.c, and what they share. */
+#pragma once
+#include <json-c/json.h>
+
+typedef struct Manager Manager;
+typedef struct Conn Conn;
+
+static inline json_object *ok_reply(void) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "ok", json_object_new_boolean(1));
+        return o;
+}
+
+/* verbs-evidence.c. log: {"list_bytes", "list_entries"} with a read-only fd
+ * on the binary list (SCM_RIGHTS); NULL once answered, or an error reply. */
+json_object *verb_log(Manager *m, Conn *c, json_object *req);
+/* quote {"nonce": HEX, "banks": [...]}: NULL (answered later, with the
+ * list's fd as log) or an error reply. */
+json_object *verb_quote(Manager *m, Conn *c, json_object *req);
+/* verbs-list.c. list {"prefix", "violations"}: the cache, streamed (NULL). */
+json_object *verb_list(Manager *m, Conn *c, json_object *req);
