@@ -24,6 +24,7 @@
 /* A streamed reply is made STREAM_CHUNK bytes at a time, when the peer has
  * read the last chunk: its cost is one chunk, whatever the cache or list holds. */
 #define STREAM_CHUNK (64U * 1024U)
+#define STREAM_CHUNKS_PER_WAKEUP 2U
 /* An unprivileged user must not be able to take the daemon's fds (issue 13
  * item 12): at most CONNS_PER_UID connections per non-root uid, CONNS_MAX in
  * all, of which CONNS_ROOT_RESERVE only root may use. A connection is closed
@@ -145,8 +146,14 @@ static ssize_t conn_send(Conn *c) {
 static int on_conn_writable(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Conn *c = userdata;
         bool progress = false;
-        for (;;) {
+        for (unsigned chunks = 0;; chunks++) {
                 if (c->out_off == c->out_len) {
+                        if (c->fill && chunks >= STREAM_CHUNKS_PER_WAKEUP) {
+                                /* the socket may take more, but other events go first */
+                                if (c->timer)
+                                        (void) sd_event_source_set_time_relative(c->timer, REQUEST_TIMEOUT_USEC);
+                                return 0;
+                        }
                         ssize_t k = c->fill ? c->fill(c->fill_state, c->out, STREAM_CHUNK) : 0;
                         if (k <= 0)
                                 break; /* done, or the stream failed: the peer sees a cut reply */
