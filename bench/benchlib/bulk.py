@@ -13,6 +13,8 @@ measured from nothing by each contender:
   sha256sum            find -print0 | xargs -0 sha256sum
   xargs -PN sha256sum  find -print0 | xargs -0 -PN sha256sum (N = cores)
   openssl dgst -sha256 find -print0 | xargs -0 openssl dgst -sha256 (large only: one worker's rate)
+  xargs -PN openssl    the same, N readers at once as iverd has N workers (large only: what the disk
+                       gives N readers; on a cold disk it bounds every contender)
   aide --init          Debian's aide, a sha256 rule over the tree
 The memory figures and the churn soak are in bulkmem."""
 import os
@@ -117,6 +119,9 @@ def contenders(fs, wl, tree, mnt):
             (f"xargs -P{ncpu} sha256sum", lambda tag: shell_run(q + f"-P{ncpu} sha256sum", tree))]
     if wl == "large":
         out.append(("openssl dgst -sha256", lambda tag: shell_run(q + "openssl dgst -sha256", tree)))
+        # as many openssl readers as iverd has workers: what the disk gives that many readers
+        out.append((f"xargs -P{ncpu} openssl dgst -sha256",
+                    lambda tag: shell_run(q + f"-n 64 -P{ncpu} openssl dgst -sha256", tree)))
     out.append(("aide --init", lambda tag: aide_run(tag, tree)))
     return out
 
