@@ -128,11 +128,8 @@ const char *iver_file_strerror(int r) {
         }
 }
 
-int iver_write_file_atomic_at(int dir_fd, const char *name, const void *data, size_t len, mode_t mode,
-                              unsigned flags) {
-        char tmp[NAME_MAX + 1];
-        _cleanup_close_ int fd = -EBADF;
-        int r;
+int iver_atomic_open(int dir_fd, const char *name, mode_t mode, IverAtomicFile *ret) {
+        int fd = -EBADF;
 
         if (!name || !*name || strchr(name, '/'))
                 return -EINVAL;
@@ -140,39 +137,65 @@ int iver_write_file_atomic_at(int dir_fd, const char *name, const void *data, si
                 uint64_t rnd;
                 if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
                         rnd = ((uint64_t) getpid() << 32) ^ (uint64_t) (uintptr_t) &rnd ^ attempt;
-                if (snprintf(tmp, sizeof(tmp), ".%.200s.%016llx.tmp", name, (unsigned long long) rnd) >= (int) sizeof(tmp))
+                if (snprintf(ret->tmp, sizeof(ret->tmp), ".%.200s.%016llx.tmp", name, (unsigned long long) rnd) >=
+                    (int) sizeof(ret->tmp))
                         return -ENAMETOOLONG;
-                fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+                fd = openat(dir_fd, ret->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
                 if (fd < 0 && (errno != EEXIST || attempt >= 16))
                         return negative_errno();
         }
-        r = iver_write_full(fd, data, len);
+        ret->dir_fd = dir_fd;
+        ret->fd = fd;
+        return 0;
+}
+
+int iver_atomic_commit(IverAtomicFile *f, const char *name, mode_t mode, unsigned flags, int r) {
+        _cleanup_close_ int fd = TAKE_FD(f->fd);
+
         if (r >= 0 && (flags & IVER_WRITE_EXACT_MODE) && fchmod(fd, mode) < 0)
                 r = negative_errno();
         if (r >= 0 && (flags & IVER_WRITE_SYNC) && fsync(fd) < 0)
                 r = negative_errno();
         if (r >= 0 && close(TAKE_FD(fd)) < 0)
                 r = negative_errno();
-        if (r >= 0 && renameat(dir_fd, tmp, dir_fd, name) < 0)
+        if (r >= 0 && renameat(f->dir_fd, f->tmp, f->dir_fd, name) < 0)
                 r = negative_errno();
         if (r < 0) {
-                (void) unlinkat(dir_fd, tmp, 0);
+                (void) unlinkat(f->dir_fd, f->tmp, 0);
                 return r;
         }
         if (flags & IVER_WRITE_SYNC)
-                (void) fsync(dir_fd);   /* the rename itself durable */
+                (void) fsync(f->dir_fd);        /* the rename itself durable */
         return 0;
 }
 
-int iver_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags) {
+int iver_write_file_atomic_at(int dir_fd, const char *name, const void *data, size_t len, mode_t mode,
+                              unsigned flags) {
+        IverAtomicFile f;
+        int r = iver_atomic_open(dir_fd, name, mode, &f);
+        if (r < 0)
+                return r;
+        return iver_atomic_commit(&f, name, mode, flags, iver_write_full(f.fd, data, len));
+}
+
+int iver_open_dir_of(const char *path, const char **ret_name) {
         if (!path || !*path)
                 return -EINVAL;
         const char *slash = strrchr(path, '/');
         _cleanup_free_ char *dir = slash ? strndup(path, slash == path ? 1 : (size_t) (slash - path)) : strdup(".");
         if (!dir)
                 return -ENOMEM;
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return negative_errno();
-        return iver_write_file_atomic_at(dfd, slash ? slash + 1 : path, data, len, mode, flags);
+        *ret_name = slash ? slash + 1 : path;
+        return dfd;
+}
+
+int iver_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags) {
+        const char *name;
+        _cleanup_close_ int dfd = iver_open_dir_of(path, &name);
+        if (dfd < 0)
+                return dfd;
+        return iver_write_file_atomic_at(dfd, name, data, len, mode, flags);
 }

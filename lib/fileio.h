@@ -4,6 +4,7 @@
  * survive EINTR and short counts, opening a file that must be a regular file
  * (configuration, policy, keys) without blocking or following a symlink, and
  * replacing a file atomically. Internal (lib/), not part of the public API. */
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -41,10 +42,25 @@ enum {
         IVER_WRITE_EXACT_MODE = 1 << 1, /* mode as given, not reduced by the umask */
 };
 
-/* Replace dir_fd/name atomically with data: a new temporary file in the same
- * directory (O_CREAT|O_EXCL|O_NOFOLLOW, a random name: never an existing
- * file or a planted symlink), written fully, then renamed over name. */
+/* A file being written to replace dir_fd/name atomically: a new temporary
+ * file in the same directory (O_CREAT|O_EXCL|O_NOFOLLOW, a random name:
+ * never an existing file or a planted symlink), renamed over name by
+ * iver_atomic_commit. dir_fd is borrowed. */
+typedef struct IverAtomicFile {
+        int dir_fd;
+        int fd;
+        char tmp[NAME_MAX + 1];
+} IverAtomicFile;
+int iver_atomic_open(int dir_fd, const char *name, mode_t mode, IverAtomicFile *ret);
+/* Close f (with flags as below) and rename it over name; on failure, or on
+ * r < 0 (the caller's write failed: returned as is), the temporary is
+ * removed. f's fd is closed either way. */
+int iver_atomic_commit(IverAtomicFile *f, const char *name, mode_t mode, unsigned flags, int r);
+/* Replace dir_fd/name atomically with data (iver_atomic_open, written
+ * fully, iver_atomic_commit). */
 int iver_write_file_atomic_at(int dir_fd, const char *name, const void *data, size_t len, mode_t mode,
                               unsigned flags);
+/* path's directory opened (O_DIRECTORY), and its last component in *ret_name. */
+int iver_open_dir_of(const char *path, const char **ret_name);
 /* The same for a path (its directory opened with O_DIRECTORY). */
 int iver_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags);

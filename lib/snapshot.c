@@ -6,7 +6,9 @@
 #include <keyutils.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/core_names.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <string.h>
@@ -98,14 +100,40 @@ int iver_bootkey_get(const char *desc, int create, uint8_t ret[IVER_SNAPSHOT_KEY
 
 /* ---- encoding ---- */
 
+/* The encoder's output: a growing buffer, or with fd >= 0 a window of it
+ * written out every FLUSH_AT bytes, so a snapshot of a million files costs a
+ * megabyte, not its size. Bytes are fed to the MAC as they leave the window
+ * (or at the end). */
+#define FLUSH_AT (1U << 20)
+
 typedef struct Buf {
         uint8_t *p;
         size_t len, cap;
-        bool oom;
+        size_t macd;            /* bytes of p already fed to the MAC */
+        EVP_MAC_CTX *mac;
+        int fd;
+        int error;              /* the first failure: -ENOMEM, -EIO, a write's -errno */
 } Buf;
 
+static int write_out(int fd, const uint8_t *p, size_t len) {
+        int r = iver_write_full(fd, p, len);
+        return r < 0 ? r : 0;
+}
+
+static void flush(Buf *b) {
+        if (b->error)
+                return;
+        if (b->mac && EVP_MAC_update(b->mac, b->p + b->macd, b->len - b->macd) != 1)
+                b->error = -EIO;
+        b->macd = b->len;
+        if (b->fd >= 0 && !b->error) {
+                b->error = write_out(b->fd, b->p, b->len);
+                b->len = b->macd = 0;
+        }
+}
+
 static void put(Buf *b, const void *data, size_t n) {
-        if (b->oom)
+        if (b->error)
                 return;
         if (b->len + n > b->cap) {
                 size_t cap = b->cap ? b->cap * 2 : 65536;
@@ -113,7 +141,7 @@ static void put(Buf *b, const void *data, size_t n) {
                         cap *= 2;
                 uint8_t *p = realloc(b->p, cap);
                 if (!p) {
-                        b->oom = true;
+                        b->error = -ENOMEM;
                         return;
                 }
                 b->p = p;
@@ -121,6 +149,8 @@ static void put(Buf *b, const void *data, size_t n) {
         }
         memcpy(b->p + b->len, data, n);
         b->len += n;
+        if (b->fd >= 0 && b->len >= FLUSH_AT)
+                flush(b);
 }
 
 static void put_u8(Buf *b, uint8_t v) {
@@ -146,58 +176,86 @@ static int mac(const uint8_t *key, const uint8_t *data, size_t len, uint8_t out[
         return 0;
 }
 
-int iver_snapshot_encode(const IverCache *c, const IverLedgerCounters *counters, const uint8_t boot_id[16],
-                         const uint8_t key[IVER_SNAPSHOT_KEY_SIZE], uint8_t **ret, size_t *ret_len) {
-        Buf b = {};
+static EVP_MAC_CTX *mac_new(const uint8_t *key) {
+        EVP_MAC *m = EVP_MAC_fetch(NULL, "HMAC", NULL);
+        EVP_MAC_CTX *ctx = m ? EVP_MAC_CTX_new(m) : NULL;
+        OSSL_PARAM params[] = { OSSL_PARAM_construct_utf8_string("digest", (char *) "SHA256", 0), OSSL_PARAM_construct_end() };
+        EVP_MAC_free(m);        /* the context holds its own reference */
+        if (ctx && EVP_MAC_init(ctx, key, IVER_SNAPSHOT_KEY_SIZE, params) != 1) {
+                EVP_MAC_CTX_free(ctx);
+                return NULL;
+        }
+        return ctx;
+}
+
+/* The whole snapshot into b (b->fd set: written out as it goes), MAC last. */
+static int encode(const IverCache *c, const IverLedgerCounters *counters, const uint8_t boot_id[16],
+                  const uint8_t key[IVER_SNAPSHOT_KEY_SIZE], Buf *b) {
         size_t n = iver_cache_size(c);
         _cleanup_free_ char *path = malloc(IVER_CACHE_PATH_MAX);
-        if (!path)
+        b->mac = mac_new(key);
+        if (!path || !b->mac) {
+                EVP_MAC_CTX_free(b->mac);
                 return -ENOMEM;
+        }
 
-        put(&b, MAGIC, 8);
-        put_u32(&b, FORMAT_VERSION);
-        put_u32(&b, RECORD_FIXED);
-        put(&b, boot_id, 16);
-        put_u64(&b, n);
-        put_u32(&b, (uint32_t) N_COUNTERS);
+        put(b, MAGIC, 8);
+        put_u32(b, FORMAT_VERSION);
+        put_u32(b, RECORD_FIXED);
+        put(b, boot_id, 16);
+        put_u64(b, n);
+        put_u32(b, (uint32_t) N_COUNTERS);
         const uint64_t *cv = (const uint64_t *) counters;
         for (size_t i = 0; i < N_COUNTERS; i++)
-                put_u64(&b, cv[i]);
-        for (size_t i = 0; i < n; i++) {
+                put_u64(b, cv[i]);
+        for (size_t i = 0; i < n && !b->error; i++) {
                 IverEntry e;
                 iver_cache_get(c, (uint32_t) i, &e);
                 size_t plen = iver_cache_path(c, (uint32_t) i, path, IVER_CACHE_PATH_MAX);
                 uint8_t dlen = (e.flags & IVER_ENTRY_MEASURED) ? e.digest.len : 0;
-                put_u32(&b, e.id.dev);
-                put_u64(&b, e.id.ino);
-                put_u64(&b, e.id.gen);
-                put_u8(&b, (uint8_t) e.source);
-                put_u8(&b, (uint8_t) e.flags);
-                put_u8(&b, dlen ? (uint8_t) e.digest.algo : 0xff);
-                put_u8(&b, dlen);
-                put_u32(&b, e.mode);
-                put_u32(&b, e.uid);
-                put_u32(&b, e.gid);
-                put_u64(&b, e.version);
-                put_u64(&b, e.size);
-                put_u64(&b, (uint64_t) e.atime);
-                put_u64(&b, (uint64_t) e.mtime);
-                put_u64(&b, (uint64_t) e.ctime);
-                put_u64(&b, e.shadow_atime);
-                put_u64(&b, e.shadow_mtime);
-                put_u16(&b, (uint16_t) plen);
-                put(&b, path, plen);
-                put(&b, e.digest.bytes, dlen);
+                put_u32(b, e.id.dev);
+                put_u64(b, e.id.ino);
+                put_u64(b, e.id.gen);
+                put_u8(b, (uint8_t) e.source);
+                put_u8(b, (uint8_t) e.flags);
+                put_u8(b, dlen ? (uint8_t) e.digest.algo : 0xff);
+                put_u8(b, dlen);
+                put_u32(b, e.mode);
+                put_u32(b, e.uid);
+                put_u32(b, e.gid);
+                put_u64(b, e.version);
+                put_u64(b, e.size);
+                put_u64(b, (uint64_t) e.atime);
+                put_u64(b, (uint64_t) e.mtime);
+                put_u64(b, (uint64_t) e.ctime);
+                put_u64(b, e.shadow_atime);
+                put_u64(b, e.shadow_mtime);
+                put_u16(b, (uint16_t) plen);
+                put(b, path, plen);
+                put(b, e.digest.bytes, dlen);
         }
+        /* the MAC covers everything before it */
+        int fd = b->fd;
+        b->fd = -1;
+        flush(b);
         uint8_t m[MAC_SIZE];
-        if (!b.oom && mac(key, b.p, b.len, m) < 0) {
+        size_t ml = 0;
+        if (!b->error && (EVP_MAC_final(b->mac, m, &ml, sizeof(m)) != 1 || ml != MAC_SIZE))
+                b->error = -EIO;
+        EVP_MAC_CTX_free(TAKE_PTR(b->mac));
+        put(b, m, MAC_SIZE);
+        if (fd >= 0 && !b->error)
+                b->error = write_out(fd, b->p, b->len);
+        return b->error;
+}
+
+int iver_snapshot_encode(const IverCache *c, const IverLedgerCounters *counters, const uint8_t boot_id[16],
+                         const uint8_t key[IVER_SNAPSHOT_KEY_SIZE], uint8_t **ret, size_t *ret_len) {
+        Buf b = { .fd = -1 };
+        int r = encode(c, counters, boot_id, key, &b);
+        if (r < 0) {
                 free(b.p);
-                return -EIO;
-        }
-        put(&b, m, MAC_SIZE);
-        if (b.oom) {
-                free(b.p);
-                return -ENOMEM;
+                return r;
         }
         *ret = b.p;
         *ret_len = b.len;
@@ -313,14 +371,21 @@ int iver_snapshot_decode(const uint8_t *buf, size_t len, const uint8_t boot_id[1
 
 int iver_snapshot_write(const char *path, const IverCache *c, const IverLedgerCounters *counters,
                         const uint8_t boot_id[16], const uint8_t key[IVER_SNAPSHOT_KEY_SIZE]) {
-        _cleanup_free_ uint8_t *buf = NULL;
-        size_t len;
-        int r = iver_snapshot_encode(c, counters, boot_id, key, &buf, &len);
+        const char *name;
+        IverAtomicFile f;
+        _cleanup_close_ int dfd = iver_open_dir_of(path, &name);
+        if (dfd < 0)
+                return dfd;
+        /* a new temporary (O_EXCL|O_NOFOLLOW) written as it is encoded, synced, renamed over path */
+        int r = iver_atomic_open(dfd, name, 0600, &f);
         if (r < 0)
                 return r;
-
-        /* a new temporary (O_EXCL|O_NOFOLLOW) renamed over path, synced */
-        return iver_write_file_atomic(path, buf, len, 0600, IVER_WRITE_SYNC | IVER_WRITE_EXACT_MODE);
+        /* the window at its full size at once: one allocation, never a realloc */
+        Buf b = { .fd = f.fd, .cap = FLUSH_AT + RECORD_FIXED + IVER_CACHE_PATH_MAX + IVER_DIGEST_MAX };
+        b.p = malloc(b.cap);
+        r = b.p ? encode(c, counters, boot_id, key, &b) : -ENOMEM;
+        free(b.p);
+        return iver_atomic_commit(&f, name, 0600, IVER_WRITE_SYNC | IVER_WRITE_EXACT_MODE, r);
 }
 
 int iver_snapshot_read(const char *path, const uint8_t boot_id[16], const uint8_t key[IVER_SNAPSHOT_KEY_SIZE],
