@@ -124,7 +124,6 @@ START_TEST(test_audit_class) {
 }
 END_TEST
 
-
 START_TEST(test_quoting_and_bytes) {
         IverPolicy *p = load_ok(
                 "measure path=\"/opt/my app/bin/*\"\n"
