@@ -54,7 +54,8 @@ static bool lease_free(int dirfd, const char *path, const IverStat *st) {
 
 /* Why a moved cookie with no write flag, continuous coverage, same size and
  * identity and a free lease means unchanged content (checked against each
- * way content changes; tests/integration/itest-fsops.c, test-lastwriter.sh):
+ * way content changes; tests/integration/itest-fsops.c with fsops-*.c,
+ * test-lastwriter.sh):
  *  - write, pwrite, writev, O_DIRECT, truncate/ftruncate (size or not),
  *    fallocate (extend, punch hole, zero range), copy_file_range,
  *    FICLONE/FICLONERANGE, splice: the kernel reports FAN_MODIFY for the

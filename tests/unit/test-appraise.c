@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Appraisal of security.ima against real evmctl signatures: keys made by the
- * openssl CLI, files signed by `evmctl sign --imasig`, keys from PEM files
- * and from the real kernel keyring (keyctl). Needs root (security.* xattrs,
- * the user keyring of uid 0), openssl, evmctl and keyctl: exit 77 only when
- * one of those is truly missing. */
+ * openssl CLI, files signed by `evmctl sign --imasig`; result names, key ids
+ * against evmctl's, the valid/invalid/missing/unknown-key matrix, malformed
+ * xattrs. Keys from PEM files and the kernel keyring: test-appraise-keyring.c.
+ * Needs root (security.* xattrs), openssl, evmctl and keyctl: exit 77 only
+ * when one of those is truly missing. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,63 +19,8 @@
 #include <openssl/evp.h>
 
 #include "iver/appraise.h"
+#include "appraise-fixtures.h"
 #include "check-run.h"
-
-static char dir[] = "/tmp/test-appraise-XXXXXX";
-/* Per process: other build trees may run this test at the same time. */
-static char ring[64];
-
-static int run(const char *fmt, ...) {
-        char cmd[4096];
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(cmd, sizeof cmd, fmt, ap);
-        va_end(ap);
-        int st = system(cmd);
-        return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static char *path_of(const char *name) {
-        static char buf[8][512];
-        static int i;
-        char *p = buf[i++ % 8];
-        snprintf(p, 512, "%s/%s", dir, name);
-        return p;
-}
-
-static void write_file(const char *name, const char *content) {
-        FILE *f = fopen(path_of(name), "we");
-        ck_assert_ptr_nonnull(f);
-        fputs(content, f);
-        ck_assert_int_eq(fclose(f), 0);
-}
-
-static IverDigest digest_of(const char *name, IverHashAlgo algo) {
-        IverDigest d = { .algo = algo };
-        unsigned char buf[65536];
-        unsigned len = 0;
-        FILE *f = fopen(path_of(name), "re");
-        ck_assert_ptr_nonnull(f);
-        size_t n = fread(buf, 1, sizeof buf, f);
-        fclose(f);
-        EVP_MD *md = EVP_MD_fetch(NULL, iver_hash_algo_to_string(algo), NULL);
-        ck_assert_ptr_nonnull(md);
-        ck_assert_int_eq(EVP_Digest(buf, n, d.bytes, &len, md, NULL), 1);
-        EVP_MD_free(md);
-        d.len = (uint8_t) len;
-        return d;
-}
-
-/* The command the brief and README give: sign --imasig writes security.ima
- * (and security.evm; --uuid with no value: no filesystem UUID in the EVM
- * signature, which evmctl cannot read for an overlay/virtual root). */
-static void sign(const char *name, const char *key, const char *algo) {
-        ck_assert_int_eq(run("evmctl sign --imasig --uuid --key %s -a %s %s >/dev/null 2>&1", path_of(key), algo,
-                             path_of(name)),
-                         0);
-}
-
 static size_t get_xattr(const char *name, uint8_t *buf, size_t size) {
         ssize_t n = getxattr(path_of(name), IVER_IMA_XATTR_NAME, buf, size);
         ck_assert_int_gt(n, 0);
@@ -86,22 +32,6 @@ static IverKeyring *keyring_of(const char *pem) {
         ck_assert_int_eq(iver_keyring_new(&kr), 0);
         ck_assert_int_eq(iver_keyring_add_pem_file(kr, path_of(pem)), 1);
         return kr;
-}
-
-static IverAppraisal appraise(const IverKeyring *kr, const char *name, IverHashAlgo algo) {
-        IverDigest d = digest_of(name, algo);
-        IverAppraisal a = {};
-        int fd = open(path_of(name), O_RDONLY | O_CLOEXEC);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(iver_appraise_fd(kr, fd, &d, &a, NULL, NULL), 0);
-        close(fd);
-        return a;
-}
-
-static void report(const char *key, const char *what, const IverAppraisal *a) {
-        printf("matrix %-4s %-36s -> %-11s (%s)\n", key, what, iver_appraisal_result_to_string(a->result),
-               a->reason);
-        fflush(stdout);
 }
 
 static const char *const key_names[] = { "rsa", "ec" };
@@ -393,229 +323,10 @@ START_TEST(test_malformed) {
 }
 END_TEST
 
-START_TEST(test_pem_files) {
-        IverKeyring *kr = NULL;
-        uint32_t a = 0, b = 0;
-
-        ck_assert_int_eq(iver_keyring_new(&kr), 0);
-        ck_assert_int_eq(iver_keyring_add_pem_file(kr, path_of("does-not-exist.pem")), -ENOENT);
-        /* A private key alone is no public key: we do not derive one. */
-        ck_assert_int_eq(iver_keyring_add_pem_file(kr, path_of("rsa.pem")), -ENOKEY);
-        write_file("garbage.pem", "-----BEGIN PUBLIC KEY-----\nnot base64 !!\n-----END PUBLIC KEY-----\n");
-        ck_assert_int_lt(iver_keyring_add_pem_file(kr, path_of("garbage.pem")), 0);
-        write_file("empty.pem", "");
-        ck_assert_int_eq(iver_keyring_add_pem_file(kr, path_of("empty.pem")), -ENOKEY);
-        ck_assert_uint_eq(iver_keyring_size(kr), 0);
-        /* Ed25519: not a key type IMA signatures use. */
-        ck_assert_int_eq(iver_keyring_add_pem_file(kr, path_of("ed-pub.pem")), -EOPNOTSUPP);
-        /* A bundle: two blocks, all or nothing. */
-        ck_assert_int_eq(run("cat %s %s > %s", path_of("rsa-pub.pem"), path_of("ec-cert.pem"), path_of("bundle.pem")),
-                         0);
-        ck_assert_int_eq(iver_keyring_add_pem_file(kr, path_of("bundle.pem")), 2);
-        ck_assert_int_eq(run("cat %s %s > %s", path_of("rsa-pub.pem"), path_of("ed-pub.pem"), path_of("mixed.pem")),
-                         0);
-        ck_assert_int_eq(iver_keyring_add_pem_file(kr, path_of("mixed.pem")), -EOPNOTSUPP);
-        ck_assert_uint_eq(iver_keyring_size(kr), 2);
-        ck_assert_int_eq(iver_keyring_get_keyid(kr, 0, &a), 0);
-        ck_assert_int_eq(iver_keyring_get_keyid(kr, 1, &b), 0);
-        ck_assert_uint_ne(a, b);
-        /* DER through the buffer API. */
-        FILE *fp = fopen(path_of("rsa-pub.der"), "re");
-        ck_assert_ptr_nonnull(fp);
-        uint8_t der[2048];
-        size_t n = fread(der, 1, sizeof der, fp);
-        fclose(fp);
-        ck_assert_int_eq(iver_keyring_add_key_data(kr, der, n), 1);
-        ck_assert_int_eq(iver_keyring_add_key_data(kr, der, n - 1), -EBADMSG);
-        ck_assert_uint_eq(iver_keyring_size(kr), 3);
-        iver_keyring_free(kr);
-}
-END_TEST
-
-static void kernel_cleanup(void) {
-        /* Revoked first: an unlinked keyring lingers (and is still listed in
-         * /proc/keys, where lookups by name find it) until the kernel's
-         * garbage collector runs. */
-        run("while id=$(keyctl search @u keyring %s 2>/dev/null); do "
-            "keyctl revoke $id; keyctl unlink $id @u >/dev/null; done",
-            ring);
-}
-
-static IverKeyring *kernel_keyring(const char *name) {
-        IverKeyring *kr = NULL;
-        ck_assert_int_eq(iver_keyring_new(&kr), 0);
-        int r = iver_keyring_add_kernel(kr, name);
-        ck_assert_int_ge(r, 0);
-        return kr;
-}
-
-/* A dedicated keyring linked into root's user keyring holds a 'user' key
- * with a DER public key (EC) and an 'asymmetric' X.509 certificate (RSA,
- * verified by the kernel). */
-START_TEST(test_kernel_keyring) {
-        IverAppraisal a;
-        IverKeyring *kr;
-        int r;
-
-        kernel_cleanup();
-        ck_assert_int_eq(run("keyctl newring %s @u >%s", ring, path_of("ring.id")), 0);
-        ck_assert_int_eq(run("keyctl padd user iverd-test-key %%keyring:%s < %s >/dev/null", ring,
-                             path_of("ec-pub.der")),
-                         0);
-        /* Something that is not a key in the same keyring is skipped. */
-        ck_assert_int_eq(run("echo hello | keyctl padd user iverd-test-junk %%keyring:%s >/dev/null", ring),
-                         0);
-
-        write_file("k-rsa", "kernel rsa\n");
-        write_file("k-ec", "kernel ec\n");
-        sign("k-rsa", "rsa.pem", "sha256");
-        sign("k-ec", "ec.pem", "sha256");
-
-        kr = kernel_keyring(ring);
-        ck_assert_uint_eq(iver_keyring_size(kr), 1);
-        ck_assert_uint_eq(iver_keyring_kernel_size(kr), 1);
-        a = appraise(kr, "k-ec", IVER_HASH_SHA256);
-        report("ec", "kernel keyring, user key (DER)", &a);
-        ck_assert_int_eq(a.result, IVER_APPRAISAL_VALID);
-        ck_assert(!a.kernel_key);
-        a = appraise(kr, "k-rsa", IVER_HASH_SHA256);
-        report("rsa", "kernel keyring, no such key yet", &a);
-        ck_assert_int_eq(a.result, IVER_APPRAISAL_UNKNOWN_KEY);
-
-        /* An asymmetric key added after the keyring was loaded is found: the
-         * lookup is made at appraisal, in the kernel. */
-        r = run("keyctl padd asymmetric '' %%keyring:%s < %s >/dev/null", ring, path_of("rsa-cert.der"));
-        ck_assert_int_eq(r, 0);
-        a = appraise(kr, "k-rsa", IVER_HASH_SHA256);
-        report("rsa", "kernel keyring, asymmetric key", &a);
-        ck_assert_int_eq(a.result, IVER_APPRAISAL_VALID);
-        ck_assert(a.kernel_key);
-        iver_keyring_free(kr);
-
-        /* By serial and by special name resolve to the same keyring. */
-        char serial[32] = "";
-        FILE *fp = fopen(path_of("ring.id"), "re");
-        ck_assert_ptr_nonnull(fp);
-        ck_assert_ptr_nonnull(fgets(serial, sizeof serial, fp));
-        fclose(fp);
-        serial[strcspn(serial, "\n")] = 0;
-        kr = kernel_keyring(serial);
-        ck_assert_uint_eq(iver_keyring_size(kr), 1);
-        a = appraise(kr, "k-rsa", IVER_HASH_SHA256);
-        ck_assert_int_eq(a.result, IVER_APPRAISAL_VALID);
-
-        write_file("k-rsa", "kernel rsa, modified\n");
-        a = appraise(kr, "k-rsa", IVER_HASH_SHA256);
-        report("rsa", "kernel keyring, content modified", &a);
-        ck_assert_int_eq(a.result, IVER_APPRAISAL_FAIL);
-        sign("k-rsa", "other.pem", "sha256");
-        a = appraise(kr, "k-rsa", IVER_HASH_SHA256);
-        report("rsa", "kernel keyring, another key", &a);
-        ck_assert_int_eq(a.result, IVER_APPRAISAL_UNKNOWN_KEY);
-        sign("k-rsa", "rsa.pem", "sha512");
-        a = appraise(kr, "k-rsa", IVER_HASH_SHA512);
-        report("rsa", "kernel keyring, sha512", &a);
-        ck_assert_int_eq(a.result, IVER_APPRAISAL_VALID);
-        ck_assert(a.kernel_key);
-        ck_assert_int_eq(removexattr(path_of("k-rsa"), IVER_IMA_XATTR_NAME), 0);
-        a = appraise(kr, "k-rsa", IVER_HASH_SHA512);
-        ck_assert_int_eq(a.result, IVER_APPRAISAL_MISSING);
-        iver_keyring_free(kr);
-
-        char pct[80];
-        snprintf(pct, sizeof pct, "%%keyring:%s", ring);
-        kr = kernel_keyring(pct);
-        ck_assert_uint_eq(iver_keyring_size(kr), 1);
-        iver_keyring_free(kr);
-
-        /* The keys taken out of the keyring, then the keyring revoked:
-         * unknown key, not an error. (Merely unlinking it leaves it, until
-         * the kernel collects it, a keyring we no longer possess: EACCES.) */
-        sign("k-rsa", "rsa.pem", "sha256");
-        kr = kernel_keyring(ring);
-        a = appraise(kr, "k-rsa", IVER_HASH_SHA256);
-        ck_assert_int_eq(a.result, IVER_APPRAISAL_VALID);
-        ck_assert_int_eq(run("keyctl clear %%keyring:%s", ring), 0);
-        a = appraise(kr, "k-rsa", IVER_HASH_SHA256);
-        report("rsa", "kernel keyring cleared", &a);
-        ck_assert_int_eq(a.result, IVER_APPRAISAL_UNKNOWN_KEY);
-        ck_assert_int_eq(run("keyctl revoke %s", serial), 0);
-        a = appraise(kr, "k-rsa", IVER_HASH_SHA256);
-        report("rsa", "kernel keyring revoked", &a);
-        ck_assert_int_eq(a.result, IVER_APPRAISAL_UNKNOWN_KEY);
-        iver_keyring_free(kr);
-        ck_assert_int_eq(run("keyctl unlink %s @u >/dev/null", serial), 0);
-        kernel_cleanup();
-
-        /* An asymmetric key we may not search (user view+read only, as the
-         * kernel's .ima keys, and here no possessor rights either): refused
-         * when loading, not per file. */
-        ck_assert_int_eq(run("keyctl newring %s @u >/dev/null && "
-                             "k=$(keyctl padd asymmetric '' %%keyring:%s < %s) && "
-                             "keyctl setperm $k 0x00030000",
-                             ring, ring, path_of("rsa-cert.der")),
-                         0);
-        ck_assert_int_eq(iver_keyring_new(&kr), 0);
-        ck_assert_int_eq(iver_keyring_add_kernel(kr, ring), -EACCES);
-        ck_assert_uint_eq(iver_keyring_kernel_size(kr), 0);
-        iver_keyring_free(kr);
-        kernel_cleanup();
-
-        ck_assert_int_eq(iver_keyring_new(&kr), 0);
-        ck_assert_int_eq(iver_keyring_add_kernel(kr, ring), -ENOKEY);
-        ck_assert_int_eq(iver_keyring_add_kernel(kr, ""), -EINVAL);
-        ck_assert_uint_eq(iver_keyring_kernel_size(kr), 0);
-        iver_keyring_free(kr);
-}
-END_TEST
-
-static int setup_keys(void) {
-        /* RSA 2048 and EC P-256 signing keys, a second RSA key for "another
-         * key", X.509 certificates (openssl's default SKID) and DER copies. */
-        return run("(cd %s && "
-                   "openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out rsa.pem && "
-                   "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ec.pem && "
-                   "openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out other.pem && "
-                   "openssl genpkey -algorithm ED25519 -out ed.pem && "
-                   "for k in rsa ec ed; do "
-                   "  openssl pkey -in $k.pem -pubout -out $k-pub.pem && "
-                   "  openssl pkey -in $k.pem -pubout -outform DER -out $k-pub.der || exit 1; "
-                   "done && "
-                   "for k in rsa ec; do "
-                   "  openssl req -new -x509 -key $k.pem -subj /CN=iverd-test-$k -days 2 -out $k-cert.pem && "
-                   "  openssl x509 -in $k-cert.pem -outform DER -out $k-cert.der || exit 1; "
-                   "done) >/dev/null 2>&1",
-                   dir);
-}
-
 int main(void) {
-        if (geteuid() != 0) {
-                fprintf(stderr, "test-appraise needs root (security.ima, the kernel keyring): skipped\n");
-                return 77;
-        }
-        if (run("{ command -v evmctl && command -v openssl && command -v keyctl; } >/dev/null") != 0) {
-                fprintf(stderr, "evmctl, openssl or keyctl missing: skipped\n");
-                return 77;
-        }
-        snprintf(ring, sizeof ring, "iverd-test-appraise-%d", (int) getpid());
-        if (!mkdtemp(dir)) {
-                perror("mkdtemp");
-                return EXIT_FAILURE;
-        }
-        if (setup_keys() != 0) {
-                fprintf(stderr, "could not make test keys in %s\n", dir);
-                run("rm -rf %s", dir);
-                return EXIT_FAILURE;
-        }
-        /* No ck_assert outside a test: plain calls. */
-        int fd = open(path_of("probe"), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-        if (fd >= 0)
-                close(fd);
-        if (setxattr(path_of("probe"), IVER_IMA_XATTR_NAME, "\x04", 1, 0) < 0 && errno == ENOTSUP) {
-                fprintf(stderr, "%s has no security.* xattrs: skipped\n", dir);
-                run("rm -rf %s", dir);
-                return 77;
-        }
+        int r = appraise_setup("test-appraise");
+        if (r != 0)
+                return r;
 
         Suite *s = suite_create("appraise");
         TCase *tc = tcase_create("core");
@@ -624,11 +335,8 @@ int main(void) {
         tcase_add_loop_test(tc, test_keyid_known_answer, 0, 2);
         tcase_add_loop_test(tc, test_matrix, 0, 2);
         tcase_add_loop_test(tc, test_malformed, 0, 2);
-        tcase_add_test(tc, test_pem_files);
-        tcase_add_test(tc, test_kernel_keyring);
         suite_add_tcase(s, tc);
-        int r = iver_run_suite(s);
-        kernel_cleanup();
-        run("rm -rf %s", dir);
+        r = iver_run_suite(s);
+        appraise_teardown();
         return r;
 }
