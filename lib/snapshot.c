@@ -105,6 +105,9 @@ int iver_bootkey_get(const char *desc, int create, uint8_t ret[IVER_SNAPSHOT_KEY
  * megabyte, not its size. Bytes are fed to the MAC as they leave the window
  * (or at the end). */
 #define FLUSH_AT (1U << 20)
+/* The reader's window: a whole record (up to a 64 KiB path) always fits. */
+#define READ_WINDOW (1U << 20)
+#define MIN_U64(a, b) ((a) < (b) ? (a) : (b))
 
 typedef struct Buf {
         uint8_t *p;
@@ -264,16 +267,54 @@ int iver_snapshot_encode(const IverCache *c, const IverLedgerCounters *counters,
 
 /* ---- decoding ---- */
 
+/* The records after the MAC check: from a buffer, or from a file through a
+ * window that refills (a snapshot of a million files is read a megabyte at
+ * a time). left counts the bytes to the MAC, window and file together. */
 typedef struct Reader {
         const uint8_t *p;
-        size_t left;
+        size_t avail;           /* bytes at p */
+        uint64_t left;
+        int fd;                 /* >= 0: refill from fd at off */
+        uint8_t *win;
+        size_t win_size;
+        uint64_t off;
+        EVP_MAC_CTX *mac;       /* with fd: the bytes read again are MAC'd again */
+        int error;              /* a read failed: -errno, -EIO */
 } Reader;
 
+static bool refill(Reader *r, size_t n) {
+        if (r->fd < 0 || n > r->win_size)
+                return false;
+        memmove(r->win, r->p, r->avail);
+        r->p = r->win;
+        uint64_t want = r->win_size - r->avail;
+        if (want > r->left - r->avail)
+                want = r->left - r->avail;
+        while (want > 0) {
+                ssize_t k = pread(r->fd, r->win + r->avail, (size_t) want, (off_t) r->off);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0) {
+                        r->error = k < 0 ? negative_errno() : -EIO;     /* shrank under us */
+                        return false;
+                }
+                if (r->mac && EVP_MAC_update(r->mac, r->win + r->avail, (size_t) k) != 1) {
+                        r->error = -EIO;
+                        return false;
+                }
+                r->avail += (size_t) k;
+                r->off += (uint64_t) k;
+                want -= (uint64_t) k;
+        }
+        return r->avail >= n;
+}
+
 static bool get(Reader *r, void *out, size_t n) {
-        if (r->left < n)
+        if (r->left < n || (r->avail < n && !refill(r, n)))
                 return false;
         memcpy(out, r->p, n);
         r->p += n;
+        r->avail -= n;
         r->left -= n;
         return true;
 }
@@ -292,52 +333,49 @@ static int fail(IverSnapshotError e, IverSnapshotError *ret_error) {
         return -EBADMSG;
 }
 
-int iver_snapshot_decode(const uint8_t *buf, size_t len, const uint8_t boot_id[16],
-                         const uint8_t key[IVER_SNAPSHOT_KEY_SIZE], IverCache *c, IverLedgerCounters *ret_counters,
-                         IverSnapshotError *ret_error) {
-        if (len < 8 || memcmp(buf, MAGIC, 8) != 0)
+/* The header's first 12 bytes (magic, version) of a snapshot of len bytes. */
+static int check_head(const uint8_t head[12], uint64_t len, IverSnapshotError *ret_error) {
+        uint32_t version;
+        if (len < 8 || memcmp(head, MAGIC, 8) != 0)
                 return fail(len < 8 ? IVER_SNAPSHOT_TRUNCATED : IVER_SNAPSHOT_BAD_MAGIC, ret_error);
         if (len < HEADER_SIZE + MAC_SIZE)
                 return fail(IVER_SNAPSHOT_TRUNCATED, ret_error);
-        uint32_t version;
-        memcpy(&version, buf + 8, 4);
+        memcpy(&version, head + 8, 4);
         if (le32toh(version) != FORMAT_VERSION)
                 return fail(IVER_SNAPSHOT_BAD_VERSION, ret_error);
-        /* authenticate before interpreting anything else */
-        uint8_t m[MAC_SIZE];
-        if (mac(key, buf, len - MAC_SIZE, m) < 0)
-                return -EIO;
-        if (CRYPTO_memcmp(m, buf + len - MAC_SIZE, MAC_SIZE) != 0)
-                return fail(IVER_SNAPSHOT_BAD_MAC, ret_error);
+        return 0;
+}
 
-        Reader r = { .p = buf + 12, .left = len - MAC_SIZE - 12 };
+/* Everything after magic and version, once authenticated. */
+static int decode_records(Reader *r, const uint8_t boot_id[16], IverCache *c, IverLedgerCounters *ret_counters,
+                          IverSnapshotError *ret_error) {
         uint32_t fixed, n_counters;
         uint64_t n;
         uint8_t bid[16];
-        if (!GET_LE(&r, 32, &fixed) || !get(&r, bid, 16) || !GET_LE(&r, 64, &n) || !GET_LE(&r, 32, &n_counters))
-                return fail(IVER_SNAPSHOT_TRUNCATED, ret_error);
+        if (!GET_LE(r, 32, &fixed) || !get(r, bid, 16) || !GET_LE(r, 64, &n) || !GET_LE(r, 32, &n_counters))
+                return r->error ?: fail(IVER_SNAPSHOT_TRUNCATED, ret_error);
         if (memcmp(bid, boot_id, 16) != 0)
                 return fail(IVER_SNAPSHOT_OTHER_BOOT, ret_error);
-        if (fixed != RECORD_FIXED || n_counters != N_COUNTERS || n > r.left / RECORD_FIXED)
+        if (fixed != RECORD_FIXED || n_counters != N_COUNTERS || n > r->left / RECORD_FIXED)
                 return fail(IVER_SNAPSHOT_CORRUPT, ret_error);
         IverLedgerCounters counters;
         uint64_t *cv = (uint64_t *) &counters;
         for (size_t i = 0; i < N_COUNTERS; i++)
-                if (!GET_LE(&r, 64, &cv[i]))
-                        return fail(IVER_SNAPSHOT_TRUNCATED, ret_error);
+                if (!GET_LE(r, 64, &cv[i]))
+                        return r->error ?: fail(IVER_SNAPSHOT_TRUNCATED, ret_error);
         for (uint64_t i = 0; i < n; i++) {
                 IverEntry e = {};
                 uint8_t source, flags, algo, dlen;
                 uint64_t atime, mtime, ctime;
                 uint16_t plen;
                 char path[UINT16_MAX + 1];
-                if (!GET_LE(&r, 32, &e.id.dev) || !GET_LE(&r, 64, &e.id.ino) || !GET_LE(&r, 64, &e.id.gen) ||
-                    !get(&r, &source, 1) || !get(&r, &flags, 1) || !get(&r, &algo, 1) || !get(&r, &dlen, 1) ||
-                    !GET_LE(&r, 32, &e.mode) || !GET_LE(&r, 32, &e.uid) || !GET_LE(&r, 32, &e.gid) ||
-                    !GET_LE(&r, 64, &e.version) || !GET_LE(&r, 64, &e.size) || !GET_LE(&r, 64, &atime) ||
-                    !GET_LE(&r, 64, &mtime) || !GET_LE(&r, 64, &ctime) || !GET_LE(&r, 64, &e.shadow_atime) ||
-                    !GET_LE(&r, 64, &e.shadow_mtime) || !GET_LE(&r, 16, &plen) || !get(&r, path, plen))
-                        return fail(IVER_SNAPSHOT_CORRUPT, ret_error);
+                if (!GET_LE(r, 32, &e.id.dev) || !GET_LE(r, 64, &e.id.ino) || !GET_LE(r, 64, &e.id.gen) ||
+                    !get(r, &source, 1) || !get(r, &flags, 1) || !get(r, &algo, 1) || !get(r, &dlen, 1) ||
+                    !GET_LE(r, 32, &e.mode) || !GET_LE(r, 32, &e.uid) || !GET_LE(r, 32, &e.gid) ||
+                    !GET_LE(r, 64, &e.version) || !GET_LE(r, 64, &e.size) || !GET_LE(r, 64, &atime) ||
+                    !GET_LE(r, 64, &mtime) || !GET_LE(r, 64, &ctime) || !GET_LE(r, 64, &e.shadow_atime) ||
+                    !GET_LE(r, 64, &e.shadow_mtime) || !GET_LE(r, 16, &plen) || !get(r, path, plen))
+                        return r->error ?: fail(IVER_SNAPSHOT_CORRUPT, ret_error);
                 path[plen] = 0;
                 e.source = (IverCookieSource) source;
                 e.flags = flags;
@@ -348,7 +386,7 @@ int iver_snapshot_decode(const uint8_t *buf, size_t len, const uint8_t boot_id[1
                         return fail(IVER_SNAPSHOT_CORRUPT, ret_error);
                 if (flags & IVER_ENTRY_MEASURED) {
                         if (algo >= _IVER_HASH_MAX || dlen != iver_hash_algo_size((IverHashAlgo) algo) ||
-                            !get(&r, e.digest.bytes, dlen))
+                            !get(r, e.digest.bytes, dlen))
                                 return fail(IVER_SNAPSHOT_CORRUPT, ret_error);
                         e.digest.algo = (IverHashAlgo) algo;
                         e.digest.len = dlen;
@@ -358,13 +396,29 @@ int iver_snapshot_decode(const uint8_t *buf, size_t len, const uint8_t boot_id[1
                 if (k < 0)
                         return k;
         }
-        if (r.left != 0)
+        if (r->left != 0)
                 return fail(IVER_SNAPSHOT_CORRUPT, ret_error);
         if (ret_counters)
                 *ret_counters = counters;
         if (ret_error)
                 *ret_error = IVER_SNAPSHOT_OK;
         return 0;
+}
+
+int iver_snapshot_decode(const uint8_t *buf, size_t len, const uint8_t boot_id[16],
+                         const uint8_t key[IVER_SNAPSHOT_KEY_SIZE], IverCache *c, IverLedgerCounters *ret_counters,
+                         IverSnapshotError *ret_error) {
+        int r = check_head(buf, len, ret_error);
+        if (r < 0)
+                return r;
+        /* authenticate before interpreting anything else */
+        uint8_t m[MAC_SIZE];
+        if (mac(key, buf, len - MAC_SIZE, m) < 0)
+                return -EIO;
+        if (CRYPTO_memcmp(m, buf + len - MAC_SIZE, MAC_SIZE) != 0)
+                return fail(IVER_SNAPSHOT_BAD_MAC, ret_error);
+        Reader rd = { .p = buf + 12, .avail = len - MAC_SIZE - 12, .left = len - MAC_SIZE - 12, .fd = -1 };
+        return decode_records(&rd, boot_id, c, ret_counters, ret_error);
 }
 
 /* ---- files ---- */
@@ -388,6 +442,28 @@ int iver_snapshot_write(const char *path, const IverCache *c, const IverLedgerCo
         return iver_atomic_commit(&f, name, 0600, IVER_WRITE_SYNC | IVER_WRITE_EXACT_MODE, r);
 }
 
+/* The MAC of fd's first len bytes, read through win. */
+static int mac_file(int fd, uint64_t len, const uint8_t *key, uint8_t *win, size_t win_size, uint8_t out[MAC_SIZE]) {
+        EVP_MAC_CTX *ctx = mac_new(key);
+        size_t ml = 0;
+        int r = ctx ? 0 : -ENOMEM;
+        for (uint64_t off = 0; r == 0 && off < len;) {
+                ssize_t k = pread(fd, win, (size_t) MIN_U64(len - off, win_size), (off_t) off);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        r = k < 0 ? negative_errno() : -EIO;
+                else if (EVP_MAC_update(ctx, win, (size_t) k) != 1)
+                        r = -EIO;
+                else
+                        off += (uint64_t) k;
+        }
+        if (r == 0 && (EVP_MAC_final(ctx, out, &ml, MAC_SIZE) != 1 || ml != MAC_SIZE))
+                r = -EIO;
+        EVP_MAC_CTX_free(ctx);
+        return r;
+}
+
 int iver_snapshot_read(const char *path, const uint8_t boot_id[16], const uint8_t key[IVER_SNAPSHOT_KEY_SIZE],
                        IverCache *c, IverLedgerCounters *ret_counters, IverSnapshotError *ret_error) {
         _cleanup_close_ int fd = iver_open_regular(path, 0, NULL);
@@ -395,12 +471,44 @@ int iver_snapshot_read(const char *path, const uint8_t boot_id[16], const uint8_
                 return -EINVAL;
         if (fd < 0)
                 return fd;
-        _cleanup_free_ char *buf = NULL;
-        size_t len;
-        int r = iver_read_fd_max(fd, (size_t) 8 << 30, &buf, &len);
-        if (r == -EFBIG)
-                return -EINVAL;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        uint64_t len = (uint64_t) st.st_size;
+        uint8_t head[12] = {}, m[MAC_SIZE], stored[MAC_SIZE];
+        if (pread(fd, head, sizeof(head), 0) < 0)
+                return negative_errno();
+        int r = check_head(head, len, ret_error);
         if (r < 0)
                 return r;
-        return iver_snapshot_decode((const uint8_t *) buf, len, boot_id, key, c, ret_counters, ret_error);
+        /* a window, not the file: read twice, authenticated before interpreted */
+        size_t win_size = READ_WINDOW;
+        _cleanup_free_ uint8_t *win = malloc(win_size);
+        if (!win)
+                return -ENOMEM;
+        r = mac_file(fd, len - MAC_SIZE, key, win, win_size, m);
+        if (r < 0)
+                return r;
+        if (pread(fd, stored, MAC_SIZE, (off_t) (len - MAC_SIZE)) != MAC_SIZE)
+                return -EIO;
+        if (CRYPTO_memcmp(m, stored, MAC_SIZE) != 0)
+                return fail(IVER_SNAPSHOT_BAD_MAC, ret_error);
+        /* The second read is MAC'd too and must give the same MAC: bytes
+         * that changed between the reads are not trusted (the caller drops
+         * what was decoded). */
+        Reader rd = { .p = win, .left = len - MAC_SIZE - 12, .fd = fd, .win = win, .win_size = win_size, .off = 12,
+                      .mac = mac_new(key) };
+        if (!rd.mac)
+                return -ENOMEM;
+        size_t ml = 0;
+        if (EVP_MAC_update(rd.mac, head, sizeof(head)) != 1)
+                r = -EIO;
+        if (r >= 0)
+                r = decode_records(&rd, boot_id, c, ret_counters, ret_error);
+        if (r >= 0 && (EVP_MAC_final(rd.mac, m, &ml, MAC_SIZE) != 1 || ml != MAC_SIZE))
+                r = -EIO;
+        if (r >= 0 && CRYPTO_memcmp(m, stored, MAC_SIZE) != 0)
+                r = fail(IVER_SNAPSHOT_BAD_MAC, ret_error);
+        EVP_MAC_CTX_free(rd.mac);
+        return r;
 }

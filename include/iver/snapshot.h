@@ -49,9 +49,13 @@ int iver_snapshot_decode(const uint8_t *buf, size_t len, const uint8_t boot_id[1
                          const uint8_t key[IVER_SNAPSHOT_KEY_SIZE], IverCache *c, IverLedgerCounters *ret_counters,
                          IverSnapshotError *ret_error);
 
-/* Atomic write: temp file in the same directory, fsync, rename, fsync dir. */
+/* Atomic write: temp file in the same directory, written through a 1 MiB
+ * window as it is encoded, fsync, rename, fsync dir. */
 int iver_snapshot_write(const char *path, const IverCache *c, const IverLedgerCounters *counters,
                         const uint8_t boot_id[16], const uint8_t key[IVER_SNAPSHOT_KEY_SIZE]);
-/* Read + decode; -ENOENT when there is no snapshot. */
+/* Read + decode through a 1 MiB window, never the whole file: it is read
+ * twice, authenticated and then decoded (and authenticated again: bytes that
+ * changed between the reads fail as IVER_SNAPSHOT_BAD_MAC). -ENOENT when
+ * there is no snapshot; on failure nothing useful is in c. */
 int iver_snapshot_read(const char *path, const uint8_t boot_id[16], const uint8_t key[IVER_SNAPSHOT_KEY_SIZE],
                        IverCache *c, IverLedgerCounters *ret_counters, IverSnapshotError *ret_error);

@@ -2,6 +2,7 @@
 /* Snapshot round trip and tamper detection; the HMAC key in the real kernel keyring. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <keyutils.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,10 +212,29 @@ START_TEST(test_file_streamed) {
         ck_assert_uint_eq(fread(file, 1, len + 1, f), len);
         fclose(f);
         ck_assert_mem_eq(file, buf, len);
+        /* read back through the reader's window: its peak beyond the cache it
+         * fills is the window (and the MAC), not the file */
         ck_assert_int_eq(iver_cache_new(&d), 0);
+        hwm_reset_kb();
         ck_assert_int_eq(iver_snapshot_read(path, boot, key, d, &k2, &err), 0);
+        long transient = vm_kb("VmHWM:") - vm_kb("VmRSS:");
+        ck_assert_int_lt(transient, (long) (len / 1024 / 2));
         ck_assert_uint_eq(k2.checks, 7);
         assert_same(c, d);
+        /* one byte changed in the middle of the file: refused as a whole */
+        IverCache *e = NULL;
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        uint8_t byte;
+        ck_assert_int_eq(pread(fd, &byte, 1, (off_t) (len / 2)), 1);
+        byte ^= 0x20;
+        ck_assert_int_eq(pwrite(fd, &byte, 1, (off_t) (len / 2)), 1);
+        close(fd);
+        ck_assert_int_eq(iver_cache_new(&e), 0);
+        ck_assert_int_eq(iver_snapshot_read(path, boot, key, e, &k2, &err), -EBADMSG);
+        ck_assert_int_eq(err, IVER_SNAPSHOT_BAD_MAC);
+        ck_assert_uint_eq(iver_cache_size(e), 0);
+        iver_cache_free(e);
         ck_assert_int_eq(unlink(path), 0);
         ck_assert_int_eq(rmdir(dir), 0);
         free(file);
