@@ -62,14 +62,23 @@ int setup_source(const char *path, Row *row) {
         return make_file(sidecar, 997, FILE_SIZE);
 }
 
-int op_copy_range(const char *path, Row *row) {
-        int src = open(sidecar, O_RDONLY | O_CLOEXEC), dst, r = 0;
+/* The sidecar (read) and path (written through open_op). */
+static int open_pair(const char *path, int *ret_src, int *ret_dst) {
+        int r, src = open(sidecar, O_RDONLY | O_CLOEXEC);
         if (src < 0)
                 return -errno;
-        if ((r = open_op(path, &dst)) < 0) {
+        if ((r = open_op(path, ret_dst)) < 0) {
                 close(src);
                 return r;
         }
+        *ret_src = src;
+        return 0;
+}
+
+int op_copy_range(const char *path, Row *row) {
+        int src = -1, dst = -1, r = open_pair(path, &src, &dst);
+        if (r < 0)
+                return r;
         loff_t in = 4096, out = 40960;
         ssize_t k = copy_file_range(src, &in, dst, &out, 8192, 0);
         r = k == 8192 ? 0 : k < 0 ? -errno : -EIO;
@@ -79,13 +88,9 @@ int op_copy_range(const char *path, Row *row) {
 }
 
 int op_clone_range(const char *path, Row *row) {
-        int src = open(sidecar, O_RDONLY | O_CLOEXEC), dst, r = 0;
-        if (src < 0)
-                return -errno;
-        if ((r = open_op(path, &dst)) < 0) {
-                close(src);
+        int src = -1, dst = -1, r = open_pair(path, &src, &dst);
+        if (r < 0)
                 return r;
-        }
         struct file_clone_range fcr = { .src_fd = src, .src_offset = 0, .src_length = 65536, .dest_offset = 65536 };
         if (ioctl(dst, FICLONERANGE, &fcr) < 0)
                 r = -errno;

@@ -145,10 +145,15 @@ START_TEST(test_kernel_keyring) {
 }
 END_TEST
 
+/* A new directory (dir: "/tmp/iver-test-snap-XXXXXX") and the snapshot path in it. */
+static void snap_path(char *dir, char path[static 128]) {
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(path, 128, "%s/cache.snap", dir);
+}
+
 START_TEST(test_file_roundtrip) {
         char dir[] = "/tmp/iver-test-snap-XXXXXX", path[128];
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        snprintf(path, sizeof(path), "%s/cache.snap", dir);
+        snap_path(dir, path);
         IverCache *c = sample(100), *d = NULL;
         IverLedgerCounters k = { .checks = 5 }, k2;
         IverSnapshotError err;
@@ -191,8 +196,7 @@ static long hwm_reset_kb(void) {
  * the in-memory encoder gives, and reads back whole. */
 START_TEST(test_file_streamed) {
         char dir[] = "/tmp/iver-test-snap-XXXXXX", path[128];
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        snprintf(path, sizeof(path), "%s/cache.snap", dir);
+        snap_path(dir, path);
         IverCache *c = sample(100000), *d = NULL;
         IverLedgerCounters k = { .checks = 7 }, k2;
         IverSnapshotError err;
