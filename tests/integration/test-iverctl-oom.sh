@@ -3,8 +3,10 @@
 # iverctl checks its allocations: a reply larger than the memory iverctl may
 # use ends with "iverctl: out of memory" and exit status 1 (iverctl(1)), not
 # a crash. The real daemon measures 10,000 files with long names, so that
-# `iverctl log` gets a reply of ~3.7 MB; iverctl then runs under an address
+# `iverctl list` gets a reply of ~3 MB; iverctl then runs under an address
 # space limit (ulimit -v) just large enough for `iverctl status` to work.
+# `iverctl log` reads the list from the fd the daemon passes, an entry at a
+# time: under the same limit it prints the whole list.
 set -euo pipefail
 BUILD=${IVER_BUILD_DIR:-/work/main/build}
 D=$(mktemp -d /tmp/iver-test-ctloom.XXXXXX)
@@ -45,9 +47,16 @@ for kb in $(seq 4096 1024 131072); do
         if (ulimit -v "$kb"; "$BUILD/iverctl" status >/dev/null 2>&1); then lim=$kb; break; fi
 done
 [ -n "$lim" ] || fail "iverctl status does not run under any limit up to 128 MiB"
+lbytes=$("$BUILD/iverctl" list | wc -c)
+echo "  iverctl list without a limit: $lbytes bytes"
 rc=0
-(ulimit -v "$lim"; exec "$BUILD/iverctl" log) >/dev/null 2>"$D/err" || rc=$?
-echo "  ulimit -v $lim KiB: iverctl log exit $rc: $(head -c 200 "$D/err")"
-[ "$rc" -lt 128 ] || fail "iverctl log crashed (exit $rc) when out of memory"
+(ulimit -v "$lim"; exec "$BUILD/iverctl" list) >/dev/null 2>"$D/err" || rc=$?
+echo "  ulimit -v $lim KiB: iverctl list exit $rc: $(head -c 200 "$D/err")"
+[ "$rc" -lt 128 ] || fail "iverctl list crashed (exit $rc) when out of memory"
 [ "$rc" -eq 1 ] && grep -q "^iverctl: out of memory" "$D/err" || fail "expected 'iverctl: out of memory' and exit 1"
+rc=0
+(ulimit -v "$lim"; exec "$BUILD/iverctl" log) >"$D/log.txt" 2>"$D/err" || rc=$?
+echo "  ulimit -v $lim KiB: iverctl log exit $rc, $(wc -c <"$D/log.txt") bytes"
+[ "$rc" -eq 0 ] || fail "iverctl log failed under the limit (exit $rc): $(head -c 200 "$D/err")"
+cmp -s "$D/log.txt" "$D/run/ascii_runtime_measurements" || fail "iverctl log under the limit is not the list"
 echo PASS
