@@ -240,7 +240,13 @@ int verb_log(int argc, char *argv[]) {
         json_object_put(req);
         if (ret)
                 return ret;
-        uint64_t end = json_object_object_get_ex(r, "list_bytes", &v) ? json_object_get_uint64(v) : 0;
+        if (!json_object_object_get_ex(r, "list_bytes", &v) || !json_object_is_type(v, json_type_int) ||
+            json_object_get_int64(v) < 0) {
+                json_object_put(r);
+                fprintf(stderr, "iverctl log: no list length in the reply\n");
+                return IVERCTL_EXIT_DAEMON;
+        }
+        uint64_t end = json_object_get_uint64(v);
         json_object_put(r);
         if (binary) {
                 static uint8_t buf[1 << 20];
