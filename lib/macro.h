@@ -15,6 +15,7 @@
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 #define TAKE_PTR(p)                          \
         ({                                   \

@@ -7,7 +7,6 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/core_names.h>
-#include <openssl/hmac.h>
 #include <openssl/params.h>
 #include <openssl/rand.h>
 #include <stdio.h>
@@ -107,7 +106,6 @@ int iver_bootkey_get(const char *desc, int create, uint8_t ret[IVER_SNAPSHOT_KEY
 #define FLUSH_AT (1U << 20)
 /* The reader's window: a whole record (up to a 64 KiB path) always fits. */
 #define READ_WINDOW (1U << 20)
-#define MIN_U64(a, b) ((a) < (b) ? (a) : (b))
 
 typedef struct Buf {
         uint8_t *p;
@@ -172,23 +170,26 @@ static void put_u64(Buf *b, uint64_t v) {
         put(b, &v, 8);
 }
 
-static int mac(const uint8_t *key, const uint8_t *data, size_t len, uint8_t out[MAC_SIZE]) {
-        unsigned int n = 0;
-        if (!HMAC(EVP_sha256(), key, IVER_SNAPSHOT_KEY_SIZE, data, len, out, &n) || n != MAC_SIZE)
-                return -EIO;
-        return 0;
-}
 
 static EVP_MAC_CTX *mac_new(const uint8_t *key) {
         EVP_MAC *m = EVP_MAC_fetch(NULL, "HMAC", NULL);
         EVP_MAC_CTX *ctx = m ? EVP_MAC_CTX_new(m) : NULL;
-        OSSL_PARAM params[] = { OSSL_PARAM_construct_utf8_string("digest", (char *) "SHA256", 0), OSSL_PARAM_construct_end() };
+        OSSL_PARAM params[] = { OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *) "SHA256", 0), OSSL_PARAM_construct_end() };
         EVP_MAC_free(m);        /* the context holds its own reference */
         if (ctx && EVP_MAC_init(ctx, key, IVER_SNAPSHOT_KEY_SIZE, params) != 1) {
                 EVP_MAC_CTX_free(ctx);
                 return NULL;
         }
         return ctx;
+}
+
+/* HMAC-SHA256 of data under key, in one go (a snapshot in memory). */
+static int mac(const uint8_t *key, const uint8_t *data, size_t len, uint8_t out[MAC_SIZE]) {
+        EVP_MAC_CTX *ctx = mac_new(key);
+        size_t ml = 0;
+        bool ok = ctx && EVP_MAC_update(ctx, data, len) == 1 && EVP_MAC_final(ctx, out, &ml, MAC_SIZE) == 1;
+        EVP_MAC_CTX_free(ctx);
+        return ok && ml == MAC_SIZE ? 0 : -EIO;
 }
 
 /* The whole snapshot into b (b->fd set: written out as it goes), MAC last. */
@@ -287,9 +288,7 @@ static bool refill(Reader *r, size_t n) {
                 return false;
         memmove(r->win, r->p, r->avail);
         r->p = r->win;
-        uint64_t want = r->win_size - r->avail;
-        if (want > r->left - r->avail)
-                want = r->left - r->avail;
+        uint64_t want = MIN((uint64_t) (r->win_size - r->avail), r->left - r->avail);
         while (want > 0) {
                 ssize_t k = pread(r->fd, r->win + r->avail, (size_t) want, (off_t) r->off);
                 if (k < 0 && errno == EINTR)
@@ -448,7 +447,7 @@ static int mac_file(int fd, uint64_t len, const uint8_t *key, uint8_t *win, size
         size_t ml = 0;
         int r = ctx ? 0 : -ENOMEM;
         for (uint64_t off = 0; r == 0 && off < len;) {
-                ssize_t k = pread(fd, win, (size_t) MIN_U64(len - off, win_size), (off_t) off);
+                ssize_t k = pread(fd, win, (size_t) MIN(len - off, (uint64_t) win_size), (off_t) off);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k <= 0)

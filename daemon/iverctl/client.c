@@ -206,15 +206,23 @@ int call_fd(json_object *req, double timeout_sec, json_object **ret, int *ret_fd
         return 0;
 }
 
-int reply_list(json_object *r, int fd, const char *who, uint8_t **ret, size_t *ret_len) {
+int reply_list_bytes(json_object *r, const char *who, uint64_t *ret) {
         json_object *v;
         if (!json_object_object_get_ex(r, "list_bytes", &v) || !json_object_is_type(v, json_type_int) ||
             json_object_get_int64(v) < 0) {
                 fprintf(stderr, "iverctl %s: no list length in the reply\n", who);
                 return IVERCTL_EXIT_DAEMON;
         }
-        uint64_t bytes = json_object_get_uint64(v);
-        int k = iver_imalog_read_prefix(fd, bytes, ret);
+        *ret = json_object_get_uint64(v);
+        return 0;
+}
+
+int reply_list(json_object *r, int fd, const char *who, uint8_t **ret, size_t *ret_len) {
+        uint64_t bytes;
+        int k = reply_list_bytes(r, who, &bytes);
+        if (k)
+                return k;
+        k = iver_imalog_read_prefix(fd, bytes, ret);
         if (k == -ENOMEM || k == -EFBIG)
                 return oom();
         if (k < 0) {

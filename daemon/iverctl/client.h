@@ -16,6 +16,9 @@ int call(json_object *req, double timeout_sec, json_object **ret);
 /* The same for a reply that carries a file descriptor (log, quote): *ret_fd
  * is the caller's; a reply without one is IVERCTL_EXIT_DAEMON. */
 int call_fd(json_object *req, double timeout_sec, json_object **ret, int *ret_fd);
+/* The list's length in a reply that passed it (log, quote): "list_bytes".
+ * 0, or an IverctlExit after printing why. */
+int reply_list_bytes(json_object *r, const char *who, uint64_t *ret);
 /* The measurement list a reply passed (log, quote): the first "list_bytes"
  * bytes of fd in a new buffer. 0, or an IverctlExit after printing why. */
 int reply_list(json_object *r, int fd, const char *who, uint8_t **ret, size_t *ret_len);

@@ -234,24 +234,21 @@ static int decode_b64(json_object *r, const char *key, uint8_t **ret, size_t *re
  * written so far; iverctl copies or decodes them itself. */
 int verb_log(int argc, char *argv[]) {
         bool binary = has_flag(argc, argv, "--binary");
-        json_object *req = request("log"), *r, *v;
+        json_object *req = request("log"), *r;
         _cleanup_close_ int fd = -1;
         int ret = call_fd(req, 0, &r, &fd);
         json_object_put(req);
         if (ret)
                 return ret;
-        if (!json_object_object_get_ex(r, "list_bytes", &v) || !json_object_is_type(v, json_type_int) ||
-            json_object_get_int64(v) < 0) {
-                json_object_put(r);
-                fprintf(stderr, "iverctl log: no list length in the reply\n");
-                return IVERCTL_EXIT_DAEMON;
-        }
-        uint64_t end = json_object_get_uint64(v);
+        uint64_t end;
+        ret = reply_list_bytes(r, "log", &end);
         json_object_put(r);
+        if (ret)
+                return ret;
         if (binary) {
                 static uint8_t buf[1 << 20];
                 for (uint64_t off = 0; off < end;) {
-                        ssize_t k = pread(fd, buf, (size_t) (end - off < sizeof(buf) ? end - off : sizeof(buf)), (off_t) off);
+                        ssize_t k = pread(fd, buf, (size_t) MIN(end - off, (uint64_t) sizeof(buf)), (off_t) off);
                         if (k <= 0) {
                                 fprintf(stderr, "iverctl log: cannot read the list at byte %" PRIu64 ": %s\n", off,
                                         k < 0 ? strerror(errno) : "the file is shorter than the daemon said");

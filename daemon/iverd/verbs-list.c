@@ -86,7 +86,7 @@ static int render(ListStream *st, IverCache *cache, uint32_t idx) {
 }
 
 static size_t put(char *buf, size_t cap, size_t n, const char *s, size_t len) {
-        size_t k = len < cap - n ? len : cap - n;
+        size_t k = MIN(len, cap - n);
         memcpy(buf + n, s, k);
         return k;
 }
