@@ -22,6 +22,7 @@
 #include "onaccess.h"
 #include "pathfd.h"
 #include "recheck.h"
+#include "rest.h"
 #include "walk.h"
 
 #define DISPATCH_BATCH 4096
@@ -45,6 +46,50 @@ void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d
 static bool audited(const Generation *g, const char *path, const IverFileAttr *attr) {
         IverPolicyDecision ad;
         return iver_policy_match(g->policy, IVER_CLASS_AUDIT, path, strlen(path), attr, &ad) > 0;
+}
+
+/* A held digest is not on record until it is listed: its cache entry says
+ * so (stale: the next check and a use re-hash), and so does a snapshot
+ * written meanwhile, so neither a restart nor a use can take it as listed. */
+static void hold(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                 const uint8_t *sig, size_t sig_len) {
+        int r = rest_offer(m->rest, path, o, d, audit, sig, sig_len);
+        if (r < 0) { /* no memory to hold it: listed now rather than lost */
+                checker_rested(m, path, o, d, audit, sig, sig_len);
+                return;
+        }
+        if (r > 0 && o->idx != IVER_CACHE_NONE)
+                iver_cache_update_flags(iver_context_cache(m->ctx), o->idx, IVER_ENTRY_STALE, 0);
+}
+
+/* A hit after a cookie move proven unwritten: a rename (or a new link) of a
+ * listed file is listed under its new name once that has come to rest. */
+static void offer_renamed(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
+                          bool audit) {
+        char p[IVER_CACHE_PATH_MAX];
+        if (o->idx == IVER_CACHE_NONE)
+                return;
+        size_t n = iver_cache_path(iver_context_cache(m->ctx), o->idx, p, sizeof(p));
+        if (n > 0 && n < sizeof(p) && strcmp(p, path) == 0)
+                return; /* same name: listed already (chmod, chown, xattr) */
+        hold(m, path, o, d, audit, NULL, 0);
+}
+
+void checker_rested(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                    const uint8_t *sig, size_t sig_len) {
+        /* on record again if the cache still holds the version listed */
+        IverCache *c = iver_context_cache(m->ctx);
+        uint32_t idx = iver_cache_find_inode(c, o->id.dev, o->id.ino);
+        if (idx != IVER_CACHE_NONE) {
+                IverEntry e;
+                iver_cache_get(c, idx, &e);
+                IverCookie now = iver_cache_cookie(c, idx);
+                if (e.id.gen == o->id.gen && iver_cookie_equal(&now, &o->cookie) && iver_digest_equal(&e.digest, &o->digest))
+                        iver_cache_update_flags(c, idx, 0, IVER_ENTRY_STALE);
+        }
+        m->measurements++;
+        log_measurement(path, o, audit);
+        (void) evidence_record(m->evidence, path, o, d, sig, sig_len);
 }
 
 /* use: the check was made for an exec or open waiting on it (on-access).
@@ -72,9 +117,20 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         } else if (o->result != IVER_CHECK_UNSTABLE && !retry)
                 recheck_remove(m->recheck, path);
         switch (o->result) {
+        case IVER_CHECK_HIT:
+                if (o->metadata_only && d && d->action == IVER_ACTION_MEASURE)
+                        offer_renamed(m, path, o, d, audit >= 0 ? audit > 0 : audited(m->gen, path, attr));
+                break;
         case IVER_CHECK_MEASURED:
                 if (!d || d->action != IVER_ACTION_MEASURE)
                         break; /* appraised only */
+                if (!use && !o->provisional) {
+                        /* listed once its name has come to rest (rest.h) */
+                        hold(m, path, o, d, audit >= 0 ? audit > 0 : audited(m->gen, path, attr), sig, sig_len);
+                        break;
+                }
+                if (use)
+                        rest_forget(m->rest, &o->id); /* listed now, under the name it is used by */
                 m->measurements++;
                 log_measurement(path, o, audit >= 0 ? audit > 0 : audited(m->gen, path, attr));
                 if (evidence_record(m->evidence, path, o, d, sig, sig_len) > 0 && o->provisional)
@@ -318,6 +374,8 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, u->algo, flags, &p, &o);
         if (r <= 0) {
                 handle_outcome(m, path, &o, d, &attr, -1, NULL, 0, false);
+                if (o.result == IVER_CHECK_HIT)
+                        (void) rest_use(m->rest, &o.id); /* used: listed now if held */
                 (void) evidence_commit(m->evidence); /* the use goes on: what it runs is on disk */
                 return 0;
         }

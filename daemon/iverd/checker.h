@@ -75,3 +75,7 @@ bool checker_dir_measured(Manager *m, const char *dir);
  * included), is not trusted without a look (stores through a shared mapping
  * move no timestamp on tmpfs), and that name is checked again. */
 void checker_closed(Manager *m, int fd, const char *path);
+/* A digest held until its name came to rest (rest.h) is listed now under
+ * path: the callback of rest.c. */
+void checker_rested(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                    const uint8_t *sig, size_t sig_len);
