@@ -140,7 +140,7 @@ static void note_delay(Rest *r, uint64_t usec) {
 static void list_entry(Rest *r, RestEntry *e, uint64_t *counter, uint64_t now) {
         unlink_entry(r, e);
         (*counter)++;
-        if (counter != &r->listed_use)
+        if (counter == &r->listed_rest) /* the settle delay: from the last change to the entry */
                 note_delay(r, now > e->change_usec ? now - e->change_usec : 0);
         if (counter == &r->listed_bound && now - e->first_usec > r->bound_delay_max_usec)
                 r->bound_delay_max_usec = now - e->first_usec;
