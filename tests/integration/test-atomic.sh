@@ -100,7 +100,7 @@ with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(dst), prefix=".py-", d
     f.flush(); os.fsync(f.fileno())
 os.replace(f.name, dst)
 PY
-HOME=$W vim -N -u NONE -i NONE -es -c 'set backup backupcopy=no writebackup swapfile' \
+HOME=$W vim -N -u NONE -i NONE -es -c 'set backup backupcopy=no writebackup noswapfile' \
         -c '%s/value=old/value=vim/' -c 'wq' "$T/etc/vim.conf" </dev/null
 grep -q value=vim "$T/etc/vim.conf" || fail "vim did not write $T/etc/vim.conf"
 rm -f "$T/etc/vim.conf~" # the backup: kept by 'backup', removed as an editor user would
@@ -121,25 +121,46 @@ listed_with "$T/bin/run" "$D" && echo "  listed as run.dpkg-new (used) and as ru
         fail "$T/bin/run not listed after the rename"
 
 step "explain: a held file shows its pending state"
-printf 'held\n' >"$T/etc/held.conf.tmp"
-for _ in $(seq 50); do [ "$(rest pending)" != 0 ] && break; sleep 0.02; done
-ex=$(ctl explain "$T/etc/held.conf.tmp" --json 2>/dev/null || ctl explain "$T/etc/held.conf.tmp")
-if printf '%s' "$ex" | grep -q pending; then
-        printf '%s\n' "$ex" | grep -A3 -i pending | sed 's/^/    /' | head -8
+# the writer stays busy in the tree (a scratch file rewritten) until told to
+# rename: its file is not at rest meanwhile, however slow this machine is
+rm -f "$W/go"
+python3 - "$T/etc" "$W/go" <<'PY' &
+import os, sys, time
+d, go = sys.argv[1], sys.argv[2]
+with open(os.path.join(d, "held.conf.tmp"), "w") as f:
+    f.write("held\n")
+t0 = time.monotonic()
+while not os.path.exists(go) and time.monotonic() - t0 < 60:
+    with open(os.path.join(d, ".scratch"), "w") as f:
+        f.write("%f\n" % time.monotonic())
+    time.sleep(0.2)
+os.unlink(os.path.join(d, ".scratch"))
+os.rename(os.path.join(d, "held.conf.tmp"), os.path.join(d, "held.conf"))
+PY
+WPID=$!
+ex=
+for _ in $(seq 100); do
+        ex=$(ctl explain "$T/etc/held.conf.tmp" 2>/dev/null || true)
+        printf '%s' "$ex" | grep -q '"pending"' && break
+        sleep 0.1
+done
+if printf '%s' "$ex" | grep -q '"pending"'; then
+        printf '%s\n' "$ex" | python3 -c 'import json,sys; print("   ", json.dumps(json.load(sys.stdin)["pending"]))'
 else
         fail "explain does not show the pending state of a held file"
 fi
-mv "$T/etc/held.conf.tmp" "$T/etc/held.conf"
+touch "$W/go"; wait "$WPID" || fail "the writer failed"
 ctl settle --timeout 60 >/dev/null || fail "settle timed out"
 [ "$(entries_for "$T/etc/held.conf.tmp")" = 0 ] || fail "the held file's temporary name reached the list"
 listed_with "$T/etc/held.conf" "$(sha "$T/etc/held.conf")" || fail "the held file's final name is not listed"
 
 step "renames: one new file renamed through 1,000 names adds one entry"
 n0=$(ctl log --ascii | wc -l)
-printf 'renamed through many names\n' >"$T/ren/f.0"
 python3 - "$T/ren" <<'PY'
 import os, sys, time
 d = sys.argv[1]
+with open(os.path.join(d, "f.0"), "w") as f:
+    f.write("renamed through many names\n")
 for i in range(1000):
     os.rename(os.path.join(d, "f.%d" % i), os.path.join(d, "f.%d" % (i + 1)))
     time.sleep(0.001)  # the daemon sees each name
