@@ -24,6 +24,8 @@ struct Evidence {
         Manager *m;
         unsigned pcr;
         bool tpm_none;
+        bool shared;                    /* PCR 10 shared with the kernel's IMA (kernel-ima.h) */
+        size_t kernel_entries;          /* the kernel's entries in the list */
         IverImaFile *file;             /* the list, on disk (with its dedup index) */
         TpmThread *tpm;
         TpmThreadState last;            /* what the loop saw last: log the changes */

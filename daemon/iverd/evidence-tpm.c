@@ -91,6 +91,8 @@ void evidence_status(const Evidence *e, json_object *o) {
                 json_object_object_add(o, "banks", banks);
         }
         json_object_object_add(o, "pcr", json_object_new_int((int) e->pcr));
+        json_object_object_add(o, "pcr_shared_with_kernel", json_object_new_boolean(e->shared));
+        json_object_object_add(o, "kernel_entries", json_object_new_uint64(e->kernel_entries));
         size_t n = iver_imalog_file_count(e->file);
         json_object_object_add(o, "list_length", json_object_new_uint64(n));
         json_object_object_add(o, "list_bytes", json_object_new_uint64(iver_imalog_file_size(e->file)));
