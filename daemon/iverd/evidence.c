@@ -32,16 +32,11 @@
 #include "macro.h"
 #include "manager.h"
 #include "tpm-thread.h"
+#include "thread.h"
 
 #define GROUP_USEC (10ULL * 1000ULL)
 #define RELIST_USEC (5ULL * 1000000ULL)
 #define CHURN_TICK_USEC (1ULL * 1000000ULL)
-
-uint64_t evidence_now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
 
 /* Without a TPM nothing orders the kernel's extends and ours: the list
  * starts with the kernel's entries, verbatim (and those it added while iverd
@@ -120,7 +115,7 @@ static void recheck_path(const char *path, void *userdata) {
 
 static int on_churn_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Evidence *e = userdata;
-        (void) churn_due(e->churn, evidence_now_usec(), recheck_path, e);
+        (void) churn_due(e->churn, now_usec(), recheck_path, e);
         (void) sd_event_source_set_time_relative(s, CHURN_TICK_USEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
@@ -404,7 +399,7 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
         }
         /* the initial measurement lists each file once: tracking starts after it
          * (no table entry for every file of a large tree) */
-        switch (e->m->initial_scan_done ? churn_note(e->churn, path, evidence_now_usec()) : CHURN_LIST) {
+        switch (e->m->initial_scan_done ? churn_note(e->churn, path, now_usec()) : CHURN_LIST) {
         case CHURN_LIST:
                 break;
         case CHURN_LIMIT:
