@@ -79,7 +79,7 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                         break; /* appraised only */
                 m->measurements++;
                 log_measurement(path, o, audit >= 0 ? audit > 0 : audited(m->gen, path, attr));
-                if (evidence_record(m->evidence, path, o, d, sig, sig_len) > 0 && o->provisional)
+                if (evidence_record(m->evidence, path, o, d, sig, sig_len, use) > 0 && o->provisional)
                         checker_violation(m, path, d, o->digest.algo,
                                           use ? "open_writers: used while open for write"
                                               : "open_writers: measured while open for write");
@@ -250,7 +250,8 @@ void checker_unchecked_use(Manager *m, const char *path, uint32_t dev, uint64_t 
         IverHashAlgo algo;
         unsigned flags;
         if (path && dev != 0 && path_context_stat(m->ctx, path, &st) >= 0 && st.dev == dev && st.ino == ino) {
-                /* known, and this name is the inode's here: what the policy says */
+                /* this name is the inode's here (use_name gives it or the
+                 * canonical one): what the policy says */
                 path = use_name(m, &st, path, buf, sizeof(buf));
                 if (!checker_decide(m, m->gen, path, &st, IVER_UID_UNKNOWN, &attr, &d, &measure, &appraise, &algo, &flags))
                         return; /* a file no rule measures or appraises */
@@ -330,13 +331,17 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         if (!path)
                 return -EAGAIN; /* the caller looks up the name and asks again */
         char name[IVER_CACHE_PATH_MAX];
+        const char *seen = path;
         path = use_name(m, &st, path, name, sizeof(name));
+        /* a marked name is decided as the name the user saw: what it claims
+         * to be is measured, under a name that cannot pass for it */
         uint32_t subject = process_uid(pid);
         if (!S_ISREG(st.mode) ||
-            !checker_decide(m, m->gen, path, &st, subject, &attr, &u->d, &u->measure, &appraise, &u->algo, &flags))
+            !checker_decide(m, m->gen, path[0] == '/' ? path : seen, &st, subject, &attr, &u->d, &u->measure, &appraise,
+                            &u->algo, &flags))
                 return 0;
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
-        if (open_for_write(fd)) {
+        if (open_for_write(fd) && path[0] == '/') {
                 if (!exec) {
                         /* An open (open mode) while a writer exists may be the
                          * writer's own: the event does not say, and the opener's
@@ -354,7 +359,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         }
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, u->algo, flags, &p, &o);
         if (r <= 0) {
-                handle_outcome(m, path, &o, d, &attr, -1, NULL, 0, false);
+                handle_outcome(m, path, &o, d, &attr, -1, NULL, 0, true);
                 (void) evidence_commit(m->evidence); /* the use goes on: what it runs is on disk */
                 return 0;
         }
