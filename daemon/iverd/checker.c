@@ -5,12 +5,14 @@
  * journal, audit, appraisal verdicts, re-checks. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "checker.h"
@@ -48,6 +50,9 @@ static bool audited(const Generation *g, const char *path, const IverFileAttr *a
         return iver_policy_match(g->policy, IVER_CLASS_AUDIT, path, strlen(path), attr, &ad) > 0;
 }
 
+static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                     const uint8_t *sig, size_t sig_len, bool use);
+
 /* A held digest is not on record until it is listed: its cache entry says
  * so (stale: the next check and a use re-hash), and so does a snapshot
  * written meanwhile, so neither a restart nor a use can take it as listed. */
@@ -55,7 +60,7 @@ static void hold(Manager *m, const char *path, const IverCheckOutcome *o, const 
                  const uint8_t *sig, size_t sig_len) {
         int r = rest_offer(m->rest, path, o, d, audit, sig, sig_len);
         if (r < 0) { /* no memory to hold it: listed now rather than lost */
-                checker_rested(m, path, o, d, audit, sig, sig_len);
+                list_now(m, path, o, d, audit, sig, sig_len, false);
                 return;
         }
         if (r > 0 && o->idx != IVER_CACHE_NONE)
@@ -63,20 +68,29 @@ static void hold(Manager *m, const char *path, const IverCheckOutcome *o, const 
 }
 
 /* A hit after a cookie move proven unwritten: a rename (or a new link) of a
- * listed file is listed under its new name once that has come to rest. */
+ * listed file is listed under its new name once that has come to rest, or
+ * now when it is used by that name. */
 static void offer_renamed(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                          bool audit) {
+                          bool audit, bool use) {
         char p[IVER_CACHE_PATH_MAX];
         if (o->idx == IVER_CACHE_NONE)
                 return;
         size_t n = iver_cache_path(iver_context_cache(m->ctx), o->idx, p, sizeof(p));
         if (n > 0 && n < sizeof(p) && strcmp(p, path) == 0)
                 return; /* same name: listed already (chmod, chown, xattr) */
-        hold(m, path, o, d, audit, NULL, 0);
+        if (use)
+                list_now(m, path, o, d, audit, NULL, 0, true);
+        else
+                hold(m, path, o, d, audit, NULL, 0);
 }
 
 void checker_rested(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
-                    const uint8_t *sig, size_t sig_len) {
+                    const uint8_t *sig, size_t sig_len, bool use) {
+        list_now(m, path, o, d, audit, sig, sig_len, use);
+}
+
+static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                     const uint8_t *sig, size_t sig_len, bool use) {
         /* on record again if the cache still holds the version listed */
         IverCache *c = iver_context_cache(m->ctx);
         uint32_t idx = iver_cache_find_inode(c, o->id.dev, o->id.ino);
@@ -89,7 +103,7 @@ void checker_rested(Manager *m, const char *path, const IverCheckOutcome *o, con
         }
         m->measurements++;
         log_measurement(path, o, audit);
-        (void) evidence_record(m->evidence, path, o, d, sig, sig_len);
+        (void) evidence_record(m->evidence, path, o, d, sig, sig_len, use);
 }
 
 /* use: the check was made for an exec or open waiting on it (on-access).
@@ -118,8 +132,10 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                 recheck_remove(m->recheck, path);
         switch (o->result) {
         case IVER_CHECK_HIT:
+                if (use && rest_use(m->rest, &o->id) > 0)
+                        break; /* a held digest, listed now: it is used */
                 if (o->metadata_only && d && d->action == IVER_ACTION_MEASURE)
-                        offer_renamed(m, path, o, d, audit >= 0 ? audit > 0 : audited(m->gen, path, attr));
+                        offer_renamed(m, path, o, d, audit >= 0 ? audit > 0 : audited(m->gen, path, attr), use);
                 break;
         case IVER_CHECK_MEASURED:
                 if (!d || d->action != IVER_ACTION_MEASURE)
@@ -133,7 +149,7 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                         rest_forget(m->rest, &o->id); /* listed now, under the name it is used by */
                 m->measurements++;
                 log_measurement(path, o, audit >= 0 ? audit > 0 : audited(m->gen, path, attr));
-                if (evidence_record(m->evidence, path, o, d, sig, sig_len) > 0 && o->provisional)
+                if (evidence_record(m->evidence, path, o, d, sig, sig_len, use) > 0 && o->provisional)
                         checker_violation(m, path, d, o->digest.algo,
                                           use ? "open_writers: used while open for write"
                                               : "open_writers: measured while open for write");
@@ -268,24 +284,58 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, int
         return walked;
 }
 
-void checker_closed(Manager *m, int fd, const char *path) {
-        IverStat st;
+/* The name a use of the file st (seen as path through the event fd's link)
+ * is decided and listed under: the path iverd holds for its inode (an alias
+ * through a bind mount or another mount namespace is its canonical file);
+ * else path if it names this very inode in iverd's mount namespace; else a
+ * marked name that can never be a measured one ("alias:DEV:INO:path", not
+ * absolute): a name seen through another namespace never borrows the
+ * measured name that iverd's namespace gives another inode. */
+static const char *use_name(Manager *m, const IverStat *st, const char *path, char *buf, size_t n) {
         IverCache *c = iver_context_cache(m->ctx);
-        uint32_t idx = iver_context_stat_fd(m->ctx, fd, &st) >= 0 ? iver_cache_find_inode(c, st.dev, st.ino) : IVER_CACHE_NONE;
+        uint32_t idx = iver_cache_find_inode(c, st->dev, st->ino);
         if (idx != IVER_CACHE_NONE) {
-                char p[IVER_CACHE_PATH_MAX];
-                iver_cache_update_flags(c, idx, IVER_ENTRY_STALE, 0);
-                (void) iver_cache_path(c, idx, p, sizeof(p));
-                manager_queue(m, p); /* the queue keeps its own copy */
+                IverEntry e;
+                iver_cache_get(c, idx, &e);
+                if ((!st->has_btime || e.id.gen == st->gen) && iver_cache_path(c, idx, buf, n) < n && buf[0] == '/')
+                        return buf;
         }
-        /* the mark covers the whole filesystem: most writes are to files no
-         * rule measures; a new file under a measured tree is checked */
-        const char *slash = strrchr(path, '/');
-        char dir[PATH_MAX + 1];
-        snprintf(dir, sizeof(dir), "%.*s", slash && slash != path ? (int) (slash - path) : 1, path);
-        iver_check_invalidate(m->ctx, path);
-        if (manager_dir_wanted(m, dir))
-                manager_queue(m, path);
+        struct stat here;
+        if (stat(path, &here) == 0 && ((major(here.st_dev) << 20) | (minor(here.st_dev) & 0xfffffU)) == st->dev && (uint64_t) here.st_ino == st->ino)
+                return path;
+        snprintf(buf, n, "alias:%u:%" PRIu64 ":%s", st->dev, st->ino, path);
+        return buf;
+}
+
+void checker_unchecked_use(Manager *m, const char *path, uint32_t dev, uint64_t ino, bool exec, const char *what) {
+        static const IverPolicyDecision any = {
+                .matched = true, .action = IVER_ACTION_MEASURE, .pcr = IVER_POLICY_PCR_UNSET,
+                .hash = _IVER_HASH_INVALID, .template_ = _IVER_IMA_TEMPLATE_INVALID,
+        };
+        char buf[PATH_MAX + 64];
+        IverStat st;
+        IverFileAttr attr;
+        IverPolicyDecision d;
+        bool measure, appraise;
+        IverHashAlgo algo;
+        unsigned flags;
+        if (path && dev != 0 && path_context_stat(m->ctx, path, &st) >= 0 && st.dev == dev && st.ino == ino) {
+                /* this name is the inode's here (use_name gives it or the
+                 * canonical one): what the policy says */
+                path = use_name(m, &st, path, buf, sizeof(buf));
+                if (!checker_decide(m, m->gen, path, &st, IVER_UID_UNKNOWN, &attr, &d, &measure, &appraise, &algo, &flags))
+                        return; /* a file no rule measures or appraises */
+                checker_violation(m, path, measure ? &d : &any, algo, what);
+                return;
+        }
+        if (path && dev != 0) {
+                IverStat id = { .dev = dev, .ino = ino };
+                path = use_name(m, &id, path, buf, sizeof(buf));
+        } else if (!path) {
+                snprintf(buf, sizeof(buf), "unchecked:%s", exec ? "exec" : "open");
+                path = buf;
+        }
+        checker_violation(m, path, &any, m->gen->hash, what);
 }
 
 bool checker_dir_measured(Manager *m, const char *dir) {
@@ -350,12 +400,18 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         }
         if (!path)
                 return -EAGAIN; /* the caller looks up the name and asks again */
+        char name[IVER_CACHE_PATH_MAX];
+        const char *seen = path;
+        path = use_name(m, &st, path, name, sizeof(name));
+        /* a marked name is decided as the name the user saw: what it claims
+         * to be is measured, under a name that cannot pass for it */
         uint32_t subject = process_uid(pid);
         if (!S_ISREG(st.mode) ||
-            !checker_decide(m, m->gen, path, &st, subject, &attr, &u->d, &u->measure, &appraise, &u->algo, &flags))
+            !checker_decide(m, m->gen, path[0] == '/' ? path : seen, &st, subject, &attr, &u->d, &u->measure, &appraise,
+                            &u->algo, &flags))
                 return 0;
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
-        if (open_for_write(fd)) {
+        if (open_for_write(fd) && path[0] == '/') {
                 if (!exec) {
                         /* An open (open mode) while a writer exists may be the
                          * writer's own: the event does not say, and the opener's
@@ -373,9 +429,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         }
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, u->algo, flags, &p, &o);
         if (r <= 0) {
-                handle_outcome(m, path, &o, d, &attr, -1, NULL, 0, false);
-                if (o.result == IVER_CHECK_HIT)
-                        (void) rest_use(m->rest, &o.id); /* used: listed now if held */
+                handle_outcome(m, path, &o, d, &attr, -1, NULL, 0, true);
                 (void) evidence_commit(m->evidence); /* the use goes on: what it runs is on disk */
                 return 0;
         }

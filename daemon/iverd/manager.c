@@ -317,8 +317,8 @@ static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 /* ---- lifecycle ---- */
 
 static void rest_list(void *userdata, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                      bool audit, const uint8_t *sig, size_t sig_len) {
-        checker_rested(userdata, path, o, d, audit, sig, sig_len);
+                      bool audit, const uint8_t *sig, size_t sig_len, bool use) {
+        checker_rested(userdata, path, o, d, audit, sig, sig_len, use);
 }
 
 static void rest_check(void *userdata, const char *path) {

@@ -144,7 +144,8 @@ static void list_entry(Rest *r, RestEntry *e, uint64_t *counter, uint64_t now) {
                 note_delay(r, now > e->change_usec ? now - e->change_usec : 0);
         if (counter == &r->listed_bound && now - e->first_usec > r->bound_delay_max_usec)
                 r->bound_delay_max_usec = now - e->first_usec;
-        r->cb.list(r->userdata, e->path, &e->o, e->has_d ? &e->d : NULL, e->audit, e->sig, e->sig_len);
+        r->cb.list(r->userdata, e->path, &e->o, e->has_d ? &e->d : NULL, e->audit, e->sig, e->sig_len,
+                   counter == &r->listed_use);
         entry_free(e);
 }
 
@@ -327,7 +328,7 @@ int rest_offer(Rest *r, const char *path, const IverCheckOutcome *o, const IverP
                 }
                 if (changed + REST_SETTLE_USEC <= now && writer_quiet(r, writer, now)) {
                         r->listed_now++; /* at rest already: the common case of a scan */
-                        r->cb.list(r->userdata, path, o, d, audit, sig, sig_len);
+                        r->cb.list(r->userdata, path, o, d, audit, sig, sig_len, false);
                         return 0;
                 }
                 if (r->n >= r->n_buckets && (k = grow(r)) < 0)

@@ -27,9 +27,10 @@ typedef struct Rest Rest;
 
 typedef struct RestCallbacks {
         /* list path's digest now (o: the outcome, d: the measure rule, audit:
-         * an audit rule matched, sig: security.ima for ima-sig) */
+         * an audit rule matched, sig: security.ima for ima-sig; use: it is
+         * listed because it is used) */
         void (*list)(void *userdata, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                     bool audit, const uint8_t *sig, size_t sig_len);
+                     bool audit, const uint8_t *sig, size_t sig_len, bool use);
         /* path must be looked at again (its version moved since the digest) */
         void (*check)(void *userdata, const char *path);
         /* apply the change events queued so far (before deadlines are judged) */
