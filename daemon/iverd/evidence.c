@@ -338,7 +338,7 @@ static int stage(Evidence *e, IverImaEntry *ent) {
 }
 
 int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                    const uint8_t *sig, size_t sig_len) {
+                    const uint8_t *sig, size_t sig_len, bool use) {
         IverImaEntry *ent = NULL;
         IverImaTemplate t = d && d->template_ >= 0 ? d->template_ : IVER_IMA_TEMPLATE_NG;
         unsigned pcr = d && d->pcr >= 0 ? (unsigned) d->pcr : e->pcr;
@@ -355,8 +355,10 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
                 return 0;
         }
         /* the initial measurement lists each file once: tracking starts after it
-         * (no table entry for every file of a large tree) */
-        switch (e->m->initial_scan_done ? churn_note(e->churn, path, now_usec()) : CHURN_LIST) {
+         * (no table entry for every file of a large tree); a use (an exec
+         * waited for it) is always listed, whatever the inode's churn */
+        switch (e->m->initial_scan_done && !use ? churn_note(e->churn, o->id.dev, o->id.ino, path, now_usec())
+                                                : CHURN_LIST) {
         case CHURN_LIST:
                 break;
         case CHURN_LIMIT:

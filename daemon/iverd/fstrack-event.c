@@ -322,10 +322,7 @@ int fstrack_drain(FsTrack *t, unsigned rounds) {
                         if (md->fd >= 0)
                                 close(md->fd); /* never with FID reporting; be safe */
                         if (md->mask & FAN_Q_OVERFLOW) {
-                                t->overflows++;
-                                log_warning("fanotify queue overflowed: events were lost, rescanning everything");
-                                fstrack_coverage_break(t, FSTRACK_FANOTIFY);
-                                (void) manager_rescan(t->m);
+                                fstrack_overflowed(t);
                                 continue;
                         }
                         on_event(t, md);
