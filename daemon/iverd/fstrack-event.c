@@ -221,7 +221,7 @@ static void on_write(FsTrack *t, TrackedFs *f, uint64_t mask, struct file_handle
 
 /* A change in a measured tree by process pid: its files are not at rest
  * while it goes on (rest.h); a name that came to hold an inode (rename,
- * link) moves that inode's held digest to it. */
+ * link) moves that inode's held digest to it; an unlinked name drops it. */
 static void note_name(FsTrack *t, uint64_t mask, const char *path, int pid) {
         struct stat st;
         if ((mask & (FAN_MOVED_TO | FAN_CREATE)) && fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -229,6 +229,8 @@ static void note_name(FsTrack *t, uint64_t mask, const char *path, int pid) {
                 rest_note_change(t->m->rest, fstrack_pack_dev(st.st_dev), (uint64_t) st.st_ino, pid, path);
         else
                 rest_note_change(t->m->rest, 0, 0, pid, NULL);
+        if (mask & FAN_DELETE)
+                rest_note_gone(t->m->rest, path);
 }
 
 static void add_ignore(FsTrack *t, int dirfd) {

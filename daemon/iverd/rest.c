@@ -28,7 +28,7 @@
 #define DELAYS 1024     /* the last listings' delays, for status */
 
 typedef struct RestEntry {
-        struct RestEntry *next;
+        struct RestEntry *next, *pnext; /* chains by inode and by name */
         IverIdentity id;
         char *path;
         IverCheckOutcome o;
@@ -62,13 +62,13 @@ struct Rest {
         sd_event_source *timer;
         RestCallbacks cb;
         void *userdata;
-        RestEntry **buckets;
+        RestEntry **buckets, **pbuckets; /* by inode, by name: n_buckets each */
         size_t n_buckets, n;
         Writer writers[WRITERS];
         Change changes[CHANGES];
         uint32_t delays_ms[DELAYS];
         uint64_t n_delays;
-        uint64_t held, listed_rest, listed_use, listed_bound, listed_now, moved, dropped, replaced;
+        uint64_t held, listed_rest, listed_use, listed_bound, listed_now, listed_over_cap, moved, dropped, replaced;
         uint64_t delay_max_usec, bound_delay_max_usec;
 };
 
@@ -81,6 +81,38 @@ static uint64_t now_usec(clockid_t clock) {
 static size_t bucket_of(const Rest *r, uint32_t dev, uint64_t ino) {
         uint64_t h = (ino ^ ((uint64_t) dev << 40)) * 0x9E3779B97F4A7C15ULL;
         return (size_t) (h >> 20) & (r->n_buckets - 1);
+}
+
+static size_t pbucket_of(const Rest *r, const char *path) {
+        uint64_t h = 1469598103934665603ULL;
+        for (const unsigned char *c = (const unsigned char *) path; *c; c++)
+                h = (h ^ *c) * 1099511628211ULL;
+        return (size_t) (h ^ (h >> 29)) & (r->n_buckets - 1);
+}
+
+static void path_unlink(Rest *r, RestEntry *e) {
+        if (!e->path)
+                return;
+        for (RestEntry **p = &r->pbuckets[pbucket_of(r, e->path)]; *p; p = &(*p)->pnext)
+                if (*p == e) {
+                        *p = e->pnext;
+                        return;
+                }
+}
+
+static void path_link(Rest *r, RestEntry *e) {
+        RestEntry **p = &r->pbuckets[pbucket_of(r, e->path)];
+        e->pnext = *p;
+        *p = e;
+}
+
+/* e is held under path (owned) from now on. */
+static void set_path(Rest *r, RestEntry *e, char *path) {
+        path_unlink(r, e);
+        free(e->path);
+        e->path = path;
+        e->names++;
+        path_link(r, e);
 }
 
 static RestEntry **find_slot(Rest *r, uint32_t dev, uint64_t ino) {
@@ -104,12 +136,17 @@ static void entry_free(RestEntry *e) {
 
 static int grow(Rest *r) {
         size_t n = r->n_buckets ? r->n_buckets * 2 : 64;
-        RestEntry **b = calloc(n, sizeof(*b));
-        if (!b)
+        RestEntry **b = calloc(n, sizeof(*b)), **pb = calloc(n, sizeof(*pb));
+        if (!b || !pb) {
+                free(b);
+                free(pb);
                 return -ENOMEM;
+        }
         RestEntry **old = r->buckets;
         size_t old_n = r->n_buckets;
+        free(r->pbuckets);
         r->buckets = b;
+        r->pbuckets = pb;
         r->n_buckets = n;
         for (size_t i = 0; i < old_n; i++)
                 for (RestEntry *e = old[i], *next; e; e = next) {
@@ -117,6 +154,8 @@ static int grow(Rest *r) {
                         RestEntry **p = &b[bucket_of(r, e->id.dev, e->id.ino)];
                         e->next = *p;
                         *p = e;
+                        if (e->path)
+                                path_link(r, e);
                 }
         free(old);
         return 0;
@@ -128,6 +167,7 @@ static void unlink_entry(Rest *r, RestEntry *e) {
                 *p = e->next;
                 r->n--;
         }
+        path_unlink(r, e);
 }
 
 static void note_delay(Rest *r, uint64_t usec) {
@@ -261,6 +301,7 @@ Rest *rest_free(Rest *r) {
                         entry_free(e);
                 }
         free(r->buckets);
+        free(r->pbuckets);
         free(r);
         return NULL;
 }
@@ -275,7 +316,7 @@ static uint64_t ctime_mono(const IverCheckOutcome *o, uint64_t now) {
         return real - c < now ? now - (real - c) : 0;
 }
 
-static int fill(RestEntry *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+static int fill(Rest *r, RestEntry *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
                 const uint8_t *sig, size_t sig_len) {
         char *p = strcmp(e->path ?: "", path) == 0 ? NULL : strdup(path);
         uint8_t *s = sig_len ? malloc(sig_len) : NULL;
@@ -284,11 +325,8 @@ static int fill(RestEntry *e, const char *path, const IverCheckOutcome *o, const
                 free(s);
                 return -ENOMEM;
         }
-        if (p) {
-                free(e->path);
-                e->path = p;
-                e->names++;
-        }
+        if (p)
+                set_path(r, e, p);
         free(e->sig);
         e->sig = s;
         e->sig_len = sig_len;
@@ -326,6 +364,11 @@ int rest_offer(Rest *r, const char *path, const IverCheckOutcome *o, const IverP
                         if (c->usec > changed)
                                 changed = c->usec;
                 }
+                if (r->n >= REST_HELD_MAX) {
+                        r->listed_over_cap++; /* memory is bounded: names may be transient */
+                        r->cb.list(r->userdata, path, o, d, audit, sig, sig_len, false);
+                        return 0;
+                }
                 if (changed + REST_SETTLE_USEC <= now && writer_quiet(r, writer, now)) {
                         r->listed_now++; /* at rest already: the common case of a scan */
                         r->cb.list(r->userdata, path, o, d, audit, sig, sig_len, false);
@@ -347,7 +390,7 @@ int rest_offer(Rest *r, const char *path, const IverCheckOutcome *o, const IverP
                 r->held++;
         } else if (strcmp(e->path, path) != 0)
                 r->moved++;
-        k = fill(e, path, o, d, audit, sig, sig_len);
+        k = fill(r, e, path, o, d, audit, sig, sig_len);
         if (k < 0) { /* keeps what it had; the next outcome tries again */
                 if (!e->path) {
                         unlink_entry(r, e);
@@ -408,11 +451,23 @@ void rest_note_change(Rest *r, uint32_t dev, uint64_t ino, int pid, const char *
         if (strcmp(path, e->path) != 0) {
                 char *p = strdup(path);
                 if (p) {
-                        free(e->path);
-                        e->path = p;
-                        e->names++;
+                        set_path(r, e, p);
                         r->moved++;
                 }
+        }
+}
+
+void rest_note_gone(Rest *r, const char *path) {
+        if (!r)
+                return;
+        for (RestEntry *e = r->pbuckets[pbucket_of(r, path)], *next; e; e = next) {
+                next = e->pnext;
+                if (strcmp(e->path, path) != 0 || verify(e) >= 0)
+                        continue; /* another link still holds it by that name */
+                unlink_entry(r, e);
+                r->dropped++;
+                entry_free(e);
+                r->cb.changed(r->userdata);
         }
 }
 
@@ -453,6 +508,7 @@ json_object *rest_status(const Rest *r) {
         json_object_object_add(o, "listed_at_use", json_object_new_int64((int64_t) r->listed_use));
         json_object_object_add(o, "listed_at_bound", json_object_new_int64((int64_t) r->listed_bound));
         json_object_object_add(o, "listed_unheld", json_object_new_int64((int64_t) r->listed_now));
+        json_object_object_add(o, "listed_over_cap", json_object_new_int64((int64_t) r->listed_over_cap));
         json_object_object_add(o, "renamed", json_object_new_int64((int64_t) r->moved));
         json_object_object_add(o, "dropped", json_object_new_int64((int64_t) r->dropped));
         size_t n = (size_t) MIN(r->n_delays, DELAYS);

@@ -22,6 +22,9 @@
  * for ever. */
 #define REST_SETTLE_USEC (2ULL * 1000000ULL)
 #define REST_MAX_USEC (60ULL * 1000000ULL)
+/* At most this many held at once (~0.5 KiB each): past it a digest is listed
+ * at once, under the name it has (a storm of new files costs bounded memory). */
+#define REST_HELD_MAX 65536
 
 typedef struct Rest Rest;
 
@@ -58,6 +61,9 @@ void rest_forget(Rest *r, const IverIdentity *id);
  * unknown); path: a name it has now (a rename's or link's target), or NULL.
  * ino 0: only pid was active in a measured tree. */
 void rest_note_change(Rest *r, uint32_t dev, uint64_t ino, int pid, const char *path);
+/* A name in a measured tree was unlinked: a file held under it that has no
+ * such name any more is dropped now (nothing used it), not at its deadline. */
+void rest_note_gone(Rest *r, const char *path);
 
 /* Entries held (settle waits for none). */
 size_t rest_pending(const Rest *r);
