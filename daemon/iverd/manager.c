@@ -22,6 +22,7 @@
 #include "manager.h"
 #include "mounts.h"
 #include "onaccess.h"
+#include "pathfd.h"
 #include "persist.h"
 #include "rundir.h"
 #include "recheck.h"
@@ -321,6 +322,11 @@ static void rest_list(void *userdata, const char *path, const IverCheckOutcome *
         checker_rested(userdata, path, o, d, audit, sig, sig_len, use);
 }
 
+static int rest_stat(void *userdata, const char *path, IverStat *ret) {
+        Manager *m = userdata;
+        return path_context_stat(m->ctx, path, ret);
+}
+
 static void rest_check(void *userdata, const char *path) {
         manager_queue(userdata, path);
 }
@@ -339,6 +345,7 @@ static void rest_changed(void *userdata) {
 static int rest_setup(Manager *m) {
         static const RestCallbacks cb = {
                 .list = rest_list,
+                .stat = rest_stat,
                 .check = rest_check,
                 .sync = rest_sync,
                 .changed = rest_changed,

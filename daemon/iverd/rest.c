@@ -211,11 +211,11 @@ static void arm(Rest *r) {
 
 /* Whether the name still holds the inode and the version e's digest was
  * computed from. */
-static int verify(const RestEntry *e) {
+static int verify(const Rest *r, const RestEntry *e) {
         IverStat st;
-        int r = iver_stat(NULL, AT_FDCWD, e->path, e->o.cookie.source == IVER_COOKIE_STATX_VERSION, &st);
-        if (r < 0)
-                return r;
+        int k = r->cb.stat(r->userdata, e->path, &st);
+        if (k < 0)
+                return k;
         IverIdentity id = iver_stat_identity(&st);
         if (id.dev != e->id.dev || id.ino != e->id.ino || (st.has_btime && id.gen != e->id.gen))
                 return -ENOENT; /* another file has the name now */
@@ -228,7 +228,7 @@ static void judge(Rest *r, RestEntry *e, uint64_t now) {
         bool bound = now >= e->first_usec + REST_MAX_USEC;
         if (!bound && !at_rest(r, e, now))
                 return;
-        int v = verify(e);
+        int v = verify(r, e);
         if (v < 0) {
                 /* the name is gone (the last one unlinked, or a rename whose
                  * new name will bring a new outcome): nothing used it */
@@ -462,7 +462,7 @@ void rest_note_gone(Rest *r, const char *path) {
                 return;
         for (RestEntry *e = r->pbuckets[pbucket_of(r, path)], *next; e; e = next) {
                 next = e->pnext;
-                if (strcmp(e->path, path) != 0 || verify(e) >= 0)
+                if (strcmp(e->path, path) != 0 || verify(r, e) >= 0)
                         continue; /* another link still holds it by that name */
                 unlink_entry(r, e);
                 r->dropped++;

@@ -34,6 +34,8 @@ typedef struct RestCallbacks {
          * listed because it is used) */
         void (*list)(void *userdata, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
                      bool audit, const uint8_t *sig, size_t sig_len, bool use);
+        /* statx of path as the checker makes it (any length: pathfd.h) */
+        int (*stat)(void *userdata, const char *path, IverStat *ret);
         /* path must be looked at again (its version moved since the digest) */
         void (*check)(void *userdata, const char *path);
         /* apply the change events queued so far (before deadlines are judged) */
