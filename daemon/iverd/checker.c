@@ -5,12 +5,14 @@
  * journal, audit, appraisal verdicts, re-checks. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "checker.h"
@@ -77,7 +79,7 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                         break; /* appraised only */
                 m->measurements++;
                 log_measurement(path, o, audit >= 0 ? audit > 0 : audited(m->gen, path, attr));
-                if (evidence_record(m->evidence, path, o, d, sig, sig_len) > 0 && o->provisional)
+                if (evidence_record(m->evidence, path, o, d, sig, sig_len, use) > 0 && o->provisional)
                         checker_violation(m, path, d, o->digest.algo,
                                           use ? "open_writers: used while open for write"
                                               : "open_writers: measured while open for write");
@@ -212,24 +214,58 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, int
         return walked;
 }
 
-void checker_closed(Manager *m, int fd, const char *path) {
-        IverStat st;
+/* The name a use of the file st (seen as path through the event fd's link)
+ * is decided and listed under: the path iverd holds for its inode (an alias
+ * through a bind mount or another mount namespace is its canonical file);
+ * else path if it names this very inode in iverd's mount namespace; else a
+ * marked name that can never be a measured one ("alias:DEV:INO:path", not
+ * absolute): a name seen through another namespace never borrows the
+ * measured name that iverd's namespace gives another inode. */
+static const char *use_name(Manager *m, const IverStat *st, const char *path, char *buf, size_t n) {
         IverCache *c = iver_context_cache(m->ctx);
-        uint32_t idx = iver_context_stat_fd(m->ctx, fd, &st) >= 0 ? iver_cache_find_inode(c, st.dev, st.ino) : IVER_CACHE_NONE;
+        uint32_t idx = iver_cache_find_inode(c, st->dev, st->ino);
         if (idx != IVER_CACHE_NONE) {
-                char p[IVER_CACHE_PATH_MAX];
-                iver_cache_update_flags(c, idx, IVER_ENTRY_STALE, 0);
-                (void) iver_cache_path(c, idx, p, sizeof(p));
-                manager_queue(m, p); /* the queue keeps its own copy */
+                IverEntry e;
+                iver_cache_get(c, idx, &e);
+                if ((!st->has_btime || e.id.gen == st->gen) && iver_cache_path(c, idx, buf, n) < n && buf[0] == '/')
+                        return buf;
         }
-        /* the mark covers the whole filesystem: most writes are to files no
-         * rule measures; a new file under a measured tree is checked */
-        const char *slash = strrchr(path, '/');
-        char dir[PATH_MAX + 1];
-        snprintf(dir, sizeof(dir), "%.*s", slash && slash != path ? (int) (slash - path) : 1, path);
-        iver_check_invalidate(m->ctx, path);
-        if (manager_dir_wanted(m, dir))
-                manager_queue(m, path);
+        struct stat here;
+        if (stat(path, &here) == 0 && ((major(here.st_dev) << 20) | (minor(here.st_dev) & 0xfffffU)) == st->dev && (uint64_t) here.st_ino == st->ino)
+                return path;
+        snprintf(buf, n, "alias:%u:%" PRIu64 ":%s", st->dev, st->ino, path);
+        return buf;
+}
+
+void checker_unchecked_use(Manager *m, const char *path, uint32_t dev, uint64_t ino, bool exec, const char *what) {
+        static const IverPolicyDecision any = {
+                .matched = true, .action = IVER_ACTION_MEASURE, .pcr = IVER_POLICY_PCR_UNSET,
+                .hash = _IVER_HASH_INVALID, .template_ = _IVER_IMA_TEMPLATE_INVALID,
+        };
+        char buf[PATH_MAX + 64];
+        IverStat st;
+        IverFileAttr attr;
+        IverPolicyDecision d;
+        bool measure, appraise;
+        IverHashAlgo algo;
+        unsigned flags;
+        if (path && dev != 0 && path_context_stat(m->ctx, path, &st) >= 0 && st.dev == dev && st.ino == ino) {
+                /* this name is the inode's here (use_name gives it or the
+                 * canonical one): what the policy says */
+                path = use_name(m, &st, path, buf, sizeof(buf));
+                if (!checker_decide(m, m->gen, path, &st, IVER_UID_UNKNOWN, &attr, &d, &measure, &appraise, &algo, &flags))
+                        return; /* a file no rule measures or appraises */
+                checker_violation(m, path, measure ? &d : &any, algo, what);
+                return;
+        }
+        if (path && dev != 0) {
+                IverStat id = { .dev = dev, .ino = ino };
+                path = use_name(m, &id, path, buf, sizeof(buf));
+        } else if (!path) {
+                snprintf(buf, sizeof(buf), "unchecked:%s", exec ? "exec" : "open");
+                path = buf;
+        }
+        checker_violation(m, path, &any, m->gen->hash, what);
 }
 
 bool checker_dir_measured(Manager *m, const char *dir) {
@@ -294,12 +330,18 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         }
         if (!path)
                 return -EAGAIN; /* the caller looks up the name and asks again */
+        char name[IVER_CACHE_PATH_MAX];
+        const char *seen = path;
+        path = use_name(m, &st, path, name, sizeof(name));
+        /* a marked name is decided as the name the user saw: what it claims
+         * to be is measured, under a name that cannot pass for it */
         uint32_t subject = process_uid(pid);
         if (!S_ISREG(st.mode) ||
-            !checker_decide(m, m->gen, path, &st, subject, &attr, &u->d, &u->measure, &appraise, &u->algo, &flags))
+            !checker_decide(m, m->gen, path[0] == '/' ? path : seen, &st, subject, &attr, &u->d, &u->measure, &appraise,
+                            &u->algo, &flags))
                 return 0;
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
-        if (open_for_write(fd)) {
+        if (open_for_write(fd) && path[0] == '/') {
                 if (!exec) {
                         /* An open (open mode) while a writer exists may be the
                          * writer's own: the event does not say, and the opener's
@@ -317,7 +359,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         }
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, u->algo, flags, &p, &o);
         if (r <= 0) {
-                handle_outcome(m, path, &o, d, &attr, -1, NULL, 0, false);
+                handle_outcome(m, path, &o, d, &attr, -1, NULL, 0, true);
                 (void) evidence_commit(m->evidence); /* the use goes on: what it runs is on disk */
                 return 0;
         }

@@ -70,8 +70,8 @@ unsigned checker_use_jobs(void);
 /* Whether a regular file directly in dir may be measured or appraised (a
  * policy probe with a neutral file): on-access marks only such filesystems. */
 bool checker_dir_measured(Manager *m, const char *dir);
-/* A writer closed fd (named path, on a marked filesystem): the cached digest
- * of its inode, under whatever name it was measured (a hard link elsewhere
- * included), is not trusted without a look (stores through a shared mapping
- * move no timestamp on tmpfs), and that name is checked again. */
-void checker_closed(Manager *m, int fd, const char *path);
+/* A use allowed without a check (on-access could not hold it): a
+ * violation entry (cause what) under the name iverd holds for the inode
+ * (dev, ino; 0: unknown), else path, else "unchecked:exec|open"; none when
+ * the file is known and no rule measures or appraises it. */
+void checker_unchecked_use(Manager *m, const char *path, uint32_t dev, uint64_t ino, bool exec, const char *what);

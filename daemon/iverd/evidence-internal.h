@@ -43,7 +43,6 @@ struct Evidence {
         uint64_t next_tag;
 };
 
-uint64_t evidence_now_usec(void);
 /* The TPM thread's eventfd is readable. */
 int evidence_on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 /* Answer and forget a waiting quote (q or error). */

@@ -14,6 +14,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "tpm-thread.h"
+#include "thread.h"
 
 #define QUOTE_TIMEOUT_USEC (15ULL * 1000000ULL)
 
@@ -107,7 +108,7 @@ void evidence_status(const Evidence *e, json_object *o) {
         json_object_object_add(o, "extend_failures", json_object_new_uint64(st.extend_failures));
         json_object_object_add(o, "pcr_resyncs", json_object_new_uint64(st.resyncs));
         json_object_object_add(o, "rate_limited_versions", json_object_new_uint64(e->rate_limited));
-        json_object_object_add(o, "rate_limited_files", json_object_new_uint64(churn_limited(e->churn, evidence_now_usec())));
+        json_object_object_add(o, "rate_limited_files", json_object_new_uint64(churn_limited(e->churn, now_usec())));
 }
 
 unsigned evidence_pcr(const Evidence *e) {

@@ -31,16 +31,11 @@
 #include "macro.h"
 #include "manager.h"
 #include "tpm-thread.h"
+#include "thread.h"
 
 #define GROUP_USEC (10ULL * 1000ULL)
 #define RELIST_USEC (5ULL * 1000000ULL)
 #define CHURN_TICK_USEC (1ULL * 1000000ULL)
-
-uint64_t evidence_now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
 
 /* Where the kernel's IMA keeps a list in our PCR (PCR 10, Pcr=auto), the
  * list continues the kernel's: its entries first, verbatim (DESIGN.md §11). */
@@ -72,7 +67,7 @@ static void recheck_path(const char *path, void *userdata) {
 
 static int on_churn_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Evidence *e = userdata;
-        (void) churn_due(e->churn, evidence_now_usec(), recheck_path, e);
+        (void) churn_due(e->churn, now_usec(), recheck_path, e);
         (void) sd_event_source_set_time_relative(s, CHURN_TICK_USEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
@@ -343,7 +338,7 @@ static int stage(Evidence *e, IverImaEntry *ent) {
 }
 
 int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                    const uint8_t *sig, size_t sig_len) {
+                    const uint8_t *sig, size_t sig_len, bool use) {
         IverImaEntry *ent = NULL;
         IverImaTemplate t = d && d->template_ >= 0 ? d->template_ : IVER_IMA_TEMPLATE_NG;
         unsigned pcr = d && d->pcr >= 0 ? (unsigned) d->pcr : e->pcr;
@@ -360,8 +355,10 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
                 return 0;
         }
         /* the initial measurement lists each file once: tracking starts after it
-         * (no table entry for every file of a large tree) */
-        switch (e->m->initial_scan_done ? churn_note(e->churn, path, evidence_now_usec()) : CHURN_LIST) {
+         * (no table entry for every file of a large tree); a use (an exec
+         * waited for it) is always listed, whatever the inode's churn */
+        switch (e->m->initial_scan_done && !use ? churn_note(e->churn, o->id.dev, o->id.ino, path, now_usec())
+                                                : CHURN_LIST) {
         case CHURN_LIST:
                 break;
         case CHURN_LIMIT:
