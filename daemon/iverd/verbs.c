@@ -206,9 +206,11 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
         int r = iver_context_stat(m->ctx, AT_FDCWD, path, &st);
         if (r < 0)
                 ADD(o, "stat_error", json_object_new_string(strerror(-r)));
-        IverCookieTable *t = iver_context_cookies(m->ctx);
         IverCookieSource src = r >= 0 ? iver_check_cookie_source(m->ctx, AT_FDCWD, path, &st) : _IVER_COOKIE_INVALID;
-        IverPolicyDecision dec = { .matched = false, .hash = _IVER_HASH_INVALID };
+        /* the checker's own decision, shown as it is made */
+        IverDecision dec = { .algo = m->gen->hash };
+        if (r >= 0)
+                (void) checker_decide(m, m->gen, path, &st, IVER_UID_UNKNOWN, &dec);
         if (r >= 0) {
                 json_object *id = json_object_new_object();
                 char d[32];
@@ -220,21 +222,23 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                 ADD(o, "regular", json_object_new_boolean(S_ISREG(st.mode)));
                 IverCookie now = iver_cookie_from_stat(src, &st);
                 ADD(o, "cookie_now", cookie_json(&now));
-                IverFileAttr attr = { .fs_magic = iver_cookie_table_fs_magic(t, st.dev), .owner = st.uid,
-                                      .subject_uid = IVER_UID_UNKNOWN, .mode = st.mode, .size = st.size };
                 json_object *pol = json_object_new_object();
-                if (iver_policy_match(m->gen->policy, IVER_CLASS_MEASURE, path, strlen(path), &attr, &dec) >= 0) {
-                        ADD(pol, "action", json_object_new_string(iver_policy_action_to_string(dec.action)));
-                        ADD(pol, "matched", json_object_new_boolean(dec.matched));
-                        if (dec.matched) {
+                if (dec.pseudo)
+                        ADD(pol, "refused", json_object_new_string("pseudo filesystem: never hashed"));
+                else {
+                        ADD(pol, "action", json_object_new_string(iver_policy_action_to_string(dec.d.action)));
+                        ADD(pol, "matched", json_object_new_boolean(dec.d.matched));
+                        if (dec.d.matched) {
                                 char where[4200];
-                                snprintf(where, sizeof(where), "%s:%u", dec.file, dec.line);
+                                snprintf(where, sizeof(where), "%s:%u", dec.d.file, dec.d.line);
                                 ADD(pol, "rule", json_object_new_string(where));
                                 char *text = NULL;
-                                if (iver_policy_rule_format(m->gen->policy, dec.rule, &text) >= 0)
+                                if (iver_policy_rule_format(m->gen->policy, dec.d.rule, &text) >= 0)
                                         ADD(pol, "text", json_object_new_string(text));
                                 free(text);
                         }
+                        ADD(pol, "appraise", json_object_new_boolean(dec.appraise));
+                        ADD(pol, "hash", json_object_new_string(iver_hash_algo_to_string(dec.algo) ?: "?"));
                 }
                 ADD(o, "policy", pol);
         }
@@ -272,18 +276,12 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                 ADD(last, "flags", flags);
                 ADD(o, "last_measurement", last);
                 if (r >= 0) {
-                        /* the checker's own decision and the library's own hit rule
-                         * (lease probe and attestation included) */
-                        IverFileAttr fa;
-                        IverPolicyDecision md;
-                        bool measure, appraise;
-                        IverHashAlgo algo = m->gen->hash;
-                        unsigned cflags = 0;
-                        (void) checker_decide(m, m->gen, path, &st, IVER_UID_UNKNOWN, &fa, &md, &measure, &appraise, &algo, &cflags);
+                        /* the library's own hit rule (lease probe and attestation included) */
                         IverCheckReason why;
                         uint32_t cmp;
                         bool same_id;
-                        bool rehash = iver_check_rule(m->ctx, AT_FDCWD, path, &st, src, algo, cflags, &why, &cmp, &same_id);
+                        bool rehash = iver_check_rule(m->ctx, AT_FDCWD, path, &st, src, dec.algo, dec.flags, &why, &cmp,
+                                                      &same_id);
                         json_object *w = json_object_new_object();
                         ADD(w, "iverd", json_object_new_string(rehash ? "re-hash" : why == IVER_REASON_METADATA_ONLY ? "metadata-only" : "hit"));
                         ADD(w, "reason", json_object_new_string(iver_check_reason_to_string(why)));
