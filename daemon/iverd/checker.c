@@ -23,6 +23,7 @@
 #include "onaccess.h"
 #include "pathfd.h"
 #include "recheck.h"
+#include "rest.h"
 #include "walk.h"
 
 #define DISPATCH_BATCH 4096
@@ -40,6 +41,62 @@ void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d
                 (void) evidence_record_violation(m->evidence, path, d, algo);
                 (void) evidence_commit(m->evidence); /* listed now, not with the next group */
         }
+}
+
+static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                     const uint8_t *sig, size_t sig_len, bool use);
+
+/* A held digest is not on record until it is listed: its cache entry says
+ * so (stale: the next check and a use re-hash), and so does a snapshot
+ * written meanwhile, so neither a restart nor a use can take it as listed. */
+static void hold(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                 const uint8_t *sig, size_t sig_len) {
+        int r = rest_offer(m->rest, path, o, d, audit, sig, sig_len);
+        if (r < 0) { /* no memory to hold it: listed now rather than lost */
+                list_now(m, path, o, d, audit, sig, sig_len, false);
+                return;
+        }
+        if (r > 0 && o->idx != IVER_CACHE_NONE)
+                iver_cache_update_flags(iver_context_cache(m->ctx), o->idx, IVER_ENTRY_STALE, 0);
+}
+
+/* A hit after a cookie move proven unwritten: a rename (or a new link) of a
+ * listed file is listed under its new name once that has come to rest, or
+ * now when it is used by that name. */
+static void offer_renamed(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
+                          bool audit, bool use) {
+        char p[IVER_CACHE_PATH_MAX];
+        if (o->idx == IVER_CACHE_NONE)
+                return;
+        size_t n = iver_cache_path(iver_context_cache(m->ctx), o->idx, p, sizeof(p));
+        if (n > 0 && n < sizeof(p) && strcmp(p, path) == 0)
+                return; /* same name: listed already (chmod, chown, xattr) */
+        if (use)
+                list_now(m, path, o, d, audit, NULL, 0, true);
+        else
+                hold(m, path, o, d, audit, NULL, 0);
+}
+
+void checker_rested(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                    const uint8_t *sig, size_t sig_len, bool use) {
+        list_now(m, path, o, d, audit, sig, sig_len, use);
+}
+
+static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                     const uint8_t *sig, size_t sig_len, bool use) {
+        /* on record again if the cache still holds the version listed */
+        IverCache *c = iver_context_cache(m->ctx);
+        uint32_t idx = iver_cache_find_inode(c, o->id.dev, o->id.ino);
+        if (idx != IVER_CACHE_NONE) {
+                IverEntry e;
+                iver_cache_get(c, idx, &e);
+                IverCookie now = iver_cache_cookie(c, idx);
+                if (e.id.gen == o->id.gen && iver_cookie_equal(&now, &o->cookie) && iver_digest_equal(&e.digest, &o->digest))
+                        iver_cache_update_flags(c, idx, 0, IVER_ENTRY_STALE);
+        }
+        m->measurements++;
+        log_measurement(path, o, audit);
+        (void) evidence_record(m->evidence, path, o, d, sig, sig_len, use);
 }
 
 /* use: the check was made for an exec or open waiting on it (on-access).
@@ -67,9 +124,22 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         } else if (o->result != IVER_CHECK_UNSTABLE && !retry)
                 recheck_remove(m->recheck, path);
         switch (o->result) {
+        case IVER_CHECK_HIT:
+                if (use && rest_use(m->rest, &o->id) > 0)
+                        break; /* a held digest, listed now: it is used */
+                if (o->metadata_only && d && d->action == IVER_ACTION_MEASURE)
+                        offer_renamed(m, path, o, d, dec->audit, use);
+                break;
         case IVER_CHECK_MEASURED:
                 if (!d || d->action != IVER_ACTION_MEASURE)
                         break; /* appraised only */
+                if (!use && !o->provisional) {
+                        /* listed once its name has come to rest (rest.h) */
+                        hold(m, path, o, d, dec->audit, sig, sig_len);
+                        break;
+                }
+                if (use)
+                        rest_forget(m->rest, &o->id); /* listed now, under the name it is used by */
                 m->measurements++;
                 log_measurement(path, o, dec->audit);
                 if (evidence_record(m->evidence, path, o, d, sig, sig_len, use) > 0 && o->provisional)

@@ -72,3 +72,7 @@ bool checker_dir_measured(Manager *m, const char *dir);
  * (dev, ino; 0: unknown), else path, else "unchecked:exec|open"; none when
  * the file is known and no rule measures or appraises it. */
 void checker_unchecked_use(Manager *m, const char *path, uint32_t dev, uint64_t ino, bool exec, const char *what);
+/* A digest held until its name came to rest (rest.h) is listed now under
+ * path (use: because it is used): the callback of rest.c. */
+void checker_rested(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                    const uint8_t *sig, size_t sig_len, bool use);
