@@ -9,6 +9,7 @@ PKGS=(
   e2fsprogs xfsprogs btrfs-progs attr keyutils util-linux openssl
   python3 curl bc vim
   systemd-container mandoc auditd prometheus-node-exporter
+  qemu-system-x86 busybox-static cpio
   clang clang-14 libclang-rt-14-dev
 )
 missing=()
