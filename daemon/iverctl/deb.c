@@ -55,6 +55,7 @@ typedef struct DebReader {
         const EVP_MD *md;
         const char *root;
         DebContents *c;
+        size_t first;   /* this package's first entry in c */
         Md5Sum *sums;
         size_t n_sums;
         Member member; /* the member being read */
@@ -323,7 +324,7 @@ static int hash_hardlink(DebReader *d, const char *self, const char *target, Deb
         if (!rel || asprintf(&name, "%s/%s", d->root, rel) < 0)
                 return rel ? oom() : deb_error(d->path, "hard link to an unsafe path");
         iver_imalog_name_kernel_form(name, strlen(name));
-        for (size_t i = d->c->n - 1; i-- > 0;)
+        for (size_t i = d->c->n - 1; i-- > d->first;)
                 if (!d->c->files[i].symlink && strcmp(d->c->files[i].name, name) == 0) {
                         memcpy(f->digest, d->c->files[i].digest, sizeof(f->digest));
                         d->c->n_hardlinks++;
@@ -457,7 +458,7 @@ static int read_members(DebReader *d, struct archive *outer) {
 
 int deb_read(const char *path, IverHashAlgo algo, const char *root, DebContents *c) {
         _cleanup_(archive_freep) struct archive *outer = archive_read_new();
-        DebReader d = { .path = path, .md = iver_hash_algo_md(algo), .root = root, .c = c };
+        DebReader d = { .path = path, .md = iver_hash_algo_md(algo), .root = root, .c = c, .first = c->n };
         if (!outer)
                 return oom();
         if (!d.md)
