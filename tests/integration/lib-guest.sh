@@ -271,7 +271,7 @@ guest_run() { # SCRIPT OUTDIR
         qemu-system-x86_64 -machine "accel=$accel" -m "$GUEST_MEM" -smp "$GUEST_SMP" \
                 -nodefaults -display none -no-reboot -no-user-config \
                 -kernel "$GUEST_KERNEL" -initrd "$run/initrd.cpio" \
-                -append "console=ttyS0 quiet panic=-1 $GUEST_APPEND" \
+                -append "console=ttyS0 quiet panic=-1 no_timer_check $GUEST_APPEND" \
                 -serial "file:$run/console.raw" \
                 -chardev "socket,id=chrtpm,path=$tpmd/ctrl" -tpmdev emulator,id=tpm0,chardev=chrtpm \
                 -device tpm-tis,tpmdev=tpm0 >"$D/guest$GUEST_RUNS-qemu.log" 2>&1 &
