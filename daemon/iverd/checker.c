@@ -46,18 +46,13 @@ void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d
 static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
                      const uint8_t *sig, size_t sig_len, bool use);
 
-/* A held digest is not on record until it is listed: its cache entry says
- * so (stale: the next check and a use re-hash), and so does a snapshot
- * written meanwhile, so neither a restart nor a use can take it as listed. */
+/* A held digest is not listed yet: a use lists it at once (checker_use
+ * asks rest.c on every path that finds the content on record), and a
+ * snapshot marks it stale (persist.c), so a restart measures it again. */
 static void hold(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
                  const uint8_t *sig, size_t sig_len) {
-        int r = rest_offer(m->rest, path, o, d, audit, sig, sig_len);
-        if (r < 0) { /* no memory to hold it: listed now rather than lost */
+        if (rest_offer(m->rest, path, o, d, audit, sig, sig_len) < 0) /* no memory to hold it: listed now */
                 list_now(m, path, o, d, audit, sig, sig_len, false);
-                return;
-        }
-        if (r > 0 && o->idx != IVER_CACHE_NONE)
-                iver_cache_update_flags(iver_context_cache(m->ctx), o->idx, IVER_ENTRY_STALE, 0);
 }
 
 /* A hit after a cookie move proven unwritten: a rename (or a new link) of a
@@ -84,16 +79,6 @@ void checker_rested(Manager *m, const char *path, const IverCheckOutcome *o, con
 
 static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
                      const uint8_t *sig, size_t sig_len, bool use) {
-        /* on record again if the cache still holds the version listed */
-        IverCache *c = iver_context_cache(m->ctx);
-        uint32_t idx = iver_cache_find_inode(c, o->id.dev, o->id.ino);
-        if (idx != IVER_CACHE_NONE) {
-                IverEntry e;
-                iver_cache_get(c, idx, &e);
-                IverCookie now = iver_cache_cookie(c, idx);
-                if (e.id.gen == o->id.gen && iver_cookie_equal(&now, &o->cookie) && iver_digest_equal(&e.digest, &o->digest))
-                        iver_cache_update_flags(c, idx, 0, IVER_ENTRY_STALE);
-        }
         m->measurements++;
         log_measurement(path, o, audit);
         (void) evidence_record(m->evidence, path, o, d, sig, sig_len, use);
@@ -127,7 +112,9 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         case IVER_CHECK_HIT:
                 if (use && rest_use(m->rest, &o->id) > 0)
                         break; /* a held digest, listed now: it is used */
-                if (o->metadata_only && d && d->action == IVER_ACTION_MEASURE)
+                if (d && d->action == IVER_ACTION_MEASURE && rest_holds(m->rest, &o->id))
+                        hold(m, path, o, d, dec->audit, NULL, 0); /* the held entry follows name and cookie */
+                else if (o->metadata_only && d && d->action == IVER_ACTION_MEASURE)
                         offer_renamed(m, path, o, d, dec->audit, use);
                 break;
         case IVER_CHECK_MEASURED:
@@ -377,7 +364,10 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
          * open for write cannot be executed: ETXTBSY; a miss hashes under a
          * read lease, and without one its provisional result is a violation) */
         if (exec && on_record(m, &st)) {
-                /* on record: its entry may still wait for the group commit */
+                /* on record: its entry may still wait for its name to come to
+                 * rest (listed now: it is used) or for the group commit */
+                IverIdentity id = iver_stat_identity(&st);
+                (void) rest_use(m->rest, &id);
                 (void) evidence_commit(m->evidence);
                 return 0;
         }

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "manager.h"
 #include "persist.h"
+#include "rest.h"
 
 #define SNAPSHOT_FILE "cache.snap"
 
@@ -138,6 +139,16 @@ out:
         free(path);
 }
 
+/* A held digest (rest.h) is not in the list: the snapshot must not say it
+ * is on record, or a restart would never list it. */
+static void mark_held(void *userdata, const IverIdentity *id) {
+        Manager *m = userdata;
+        IverCache *c = iver_context_cache(m->ctx);
+        uint32_t idx = iver_cache_find_inode(c, id->dev, id->ino);
+        if (idx != IVER_CACHE_NONE)
+                iver_cache_update_flags(c, idx, IVER_ENTRY_STALE, 0);
+}
+
 int persist_save(Manager *m) {
         uint8_t key[IVER_SNAPSHOT_KEY_SIZE], boot[16];
         const IverLedgerCounters *k = iver_ledger_counters(iver_context_ledger(m->ctx));
@@ -148,6 +159,7 @@ int persist_save(Manager *m) {
                 return -ENOMEM;
         /* what the cache holds is in the list file before the snapshot says so */
         (void) evidence_commit(m->evidence);
+        rest_foreach(m->rest, mark_held, m);
         int r = scope_id(m, boot);
         if (r >= 0)
                 r = iver_bootkey_get(IVER_SNAPSHOT_KEY_DESC, 1, key);

@@ -327,11 +327,14 @@ static int fill(Rest *r, RestEntry *e, const char *path, const IverCheckOutcome 
         }
         if (p)
                 set_path(r, e, p);
-        free(e->sig);
-        e->sig = s;
-        e->sig_len = sig_len;
-        if (sig_len)
-                memcpy(s, sig, sig_len);
+        /* a hit carries no signature: the one read with this digest stays */
+        if (sig_len || !e->path || !iver_digest_equal(&e->o.digest, &o->digest)) {
+                free(e->sig);
+                e->sig = s;
+                e->sig_len = sig_len;
+                if (sig_len)
+                        memcpy(s, sig, sig_len);
+        }
         e->o = *o;
         e->has_d = d != NULL;
         if (d) {
@@ -469,6 +472,17 @@ void rest_note_gone(Rest *r, const char *path) {
                 entry_free(e);
                 r->cb.changed(r->userdata);
         }
+}
+
+bool rest_holds(const Rest *r, const IverIdentity *id) {
+        const RestEntry *e = r ? find(r, id->dev, id->ino) : NULL;
+        return e && e->id.gen == id->gen;
+}
+
+void rest_foreach(const Rest *r, void (*fn)(void *userdata, const IverIdentity *id), void *userdata) {
+        for (size_t i = 0; r && i < r->n_buckets; i++)
+                for (const RestEntry *e = r->buckets[i]; e; e = e->next)
+                        fn(userdata, &e->id);
 }
 
 size_t rest_pending(const Rest *r) {

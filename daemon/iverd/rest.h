@@ -67,6 +67,11 @@ void rest_note_change(Rest *r, uint32_t dev, uint64_t ino, int pid, const char *
  * such name any more is dropped now (nothing used it), not at its deadline. */
 void rest_note_gone(Rest *r, const char *path);
 
+/* Whether id is held. */
+bool rest_holds(const Rest *r, const IverIdentity *id);
+/* Each held inode (a snapshot marks them stale: not listed yet). */
+void rest_foreach(const Rest *r, void (*fn)(void *userdata, const IverIdentity *id), void *userdata);
+
 /* Entries held (settle waits for none). */
 size_t rest_pending(const Rest *r);
 /* explain: the held entry of id, or NULL. */
