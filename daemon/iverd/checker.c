@@ -393,11 +393,6 @@ bool checker_scan_observed(Manager *m, const char *path, const IverStat *st, int
         return check_observed(m, path, st, st_at, true);
 }
 
-void checker_stat_options(Manager *m, iver_statx_fn *ret_statx, bool *ret_want_version) {
-        *ret_statx = iver_context_statx(m->ctx);
-        *ret_want_version = iver_cookie_table_wants_version(iver_context_cookies(m->ctx));
-}
-
 bool checker_has_room(const Manager *m) {
         return workers_light(m->workers) < m->max_inflight;
 }

@@ -27,9 +27,6 @@ bool checker_decide(Manager *m, const Generation *g, const char *path, const Ive
  * Returns true when done (the usual unchanged file) or handed over; false
  * when the file must go through the queue. */
 bool checker_scan_observed(Manager *m, const char *path, const IverStat *st, int64_t st_at);
-/* How the walk's statx is to be made (iver_stat's fn and want_version), as
- * iver_context_stat() would. */
-void checker_stat_options(Manager *m, iver_statx_fn *ret_statx, bool *ret_want_version);
 /* Whether the pool takes more small files now (the in-flight window). */
 bool checker_has_room(const Manager *m);
 /* Whether it is at most half full: the walk resumes then, to hand over many

@@ -6,7 +6,11 @@
 
 #include "iver/stat.h"
 
-typedef struct Manager Manager;
+#include <systemd/sd-event.h>
+
+#include "iver/check.h"
+#include "report.h"
+
 typedef struct FsTrack FsTrack;
 
 /* Whole-filesystem change tracking (fstrack.c): one fanotify group
@@ -29,7 +33,10 @@ typedef enum FsTrackMode {
         _FSTRACK_MODE_MAX,
 } FsTrackMode;
 
-int fstrack_new(Manager *m, FsTrack **ret);
+/* Events are reported (reports: check, new_dir, forget_below, rescan,
+ * dir_wanted); the attest hook of ctx's hit rule is set (and cleared by
+ * fstrack_free). reports must outlive the FsTrack. */
+int fstrack_new(sd_event *event, IverContext *ctx, const Reports *reports, FsTrack **ret);
 FsTrack *fstrack_free(FsTrack *t);
 
 /* A measured directory is being walked: track its filesystem. Returns true

@@ -78,6 +78,20 @@ static void on_report_settled(void *userdata) {
         manager_maybe_settled(userdata);
 }
 
+static void on_report_dir_entered(void *userdata, int dirfd, const char *dir) {
+        Manager *m = userdata;
+        watch_add_fd(m->watch, dirfd, dir);
+        onaccess_add(m->onaccess, dir);
+}
+
+static bool on_report_file_found(void *userdata, const char *path, const IverStat *st, int64_t st_at) {
+        return checker_scan_observed(userdata, path, st, st_at);
+}
+
+static bool on_report_has_room(void *userdata, bool refill) {
+        return refill ? checker_window_low(userdata) : checker_has_room(userdata);
+}
+
 static void on_report_unmeasurable(void *userdata, const char *path, int error) {
         manager_unmeasurable(userdata, path, error);
 }
@@ -92,6 +106,9 @@ static void reports_init(Manager *m) {
                 .changed_below = on_report_changed_below,
                 .forget_below = on_report_forget_below,
                 .settled = on_report_settled,
+                .dir_entered = on_report_dir_entered,
+                .file_found = on_report_file_found,
+                .has_room = on_report_has_room,
                 .unmeasurable = on_report_unmeasurable,
         };
 }
@@ -491,8 +508,9 @@ int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
                 goto fail;
         }
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_OFF);
-        if ((r = fstrack_new(m, &m->fstrack)) < 0 || (r = mounts_new(m->event, m->fstrack, &m->reports, &m->mounts)) < 0 ||
-            (r = walk_new(m, &m->walk)) < 0 || (r = watch_new(m->event, m->ctx, m->fstrack, &m->reports, &m->watch)) < 0 ||
+        if ((r = fstrack_new(m->event, m->ctx, &m->reports, &m->fstrack)) < 0 || (r = mounts_new(m->event, m->fstrack, &m->reports, &m->mounts)) < 0 ||
+            (r = watch_new(m->event, m->ctx, m->fstrack, &m->reports, &m->watch)) < 0 ||
+            (r = walk_new(m->event, m->ctx, m->workers, &m->reports, &m->walk)) < 0 ||
             (r = recheck_new(m->event, &m->reports, &m->recheck)) < 0) {
                 /* these log only what they carry on without (no fanotify, no mountinfo) */
                 log_error_errno(r, "Cannot set up change tracking and the directory walk: %m");

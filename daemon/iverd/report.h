@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 #include <stdbool.h>
+#include <stdint.h>
+
+#include "iver/stat.h"
 
 /* What a component reports to the one that wired it (the manager): outcomes,
  * not actions. A component gets this at construction, with the event loop
@@ -27,6 +30,16 @@ typedef struct Reports {
         void (*forget_below)(void *userdata, const char *dir);
         /* work finished: something may have settled */
         void (*settled)(void *userdata);
+        /* the walk entered directory dir (open as dirfd, for this call):
+         * triggers are to cover it */
+        void (*dir_entered)(void *userdata, int dirfd, const char *dir);
+        /* the walk found a file and made its statx (st, taken at st_at,
+         * iver_now_ns): true when it is done with or handed over, false when
+         * it must go through the queue (check) */
+        bool (*file_found)(void *userdata, const char *path, const IverStat *st, int64_t st_at);
+        /* whether the hashing window takes more files (refill: it is at most
+         * half full, so that a resumed walk hands over many at once) */
+        bool (*has_room)(void *userdata, bool refill);
         /* path cannot be measured (error: -errno) */
         void (*unmeasurable)(void *userdata, const char *path, int error);
 } Reports;
@@ -61,4 +74,14 @@ static inline void report_settled(const Reports *r) {
 static inline void report_unmeasurable(const Reports *r, const char *path, int error) {
         if (r && r->unmeasurable)
                 r->unmeasurable(r->userdata, path, error);
+}
+static inline void report_dir_entered(const Reports *r, int dirfd, const char *dir) {
+        if (r && r->dir_entered)
+                r->dir_entered(r->userdata, dirfd, dir);
+}
+static inline bool report_file_found(const Reports *r, const char *path, const IverStat *st, int64_t st_at) {
+        return r && r->file_found ? r->file_found(r->userdata, path, st, st_at) : false;
+}
+static inline bool report_has_room(const Reports *r, bool refill) {
+        return r && r->has_room ? r->has_room(r->userdata, refill) : true;
 }
