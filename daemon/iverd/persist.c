@@ -21,6 +21,7 @@
 
 #include "evidence.h"
 #include "iver/snapshot.h"
+#include "fileio.h"
 #include "log.h"
 #include "manager.h"
 #include "persist.h"
@@ -53,8 +54,10 @@ static int scope_id(Manager *m, uint8_t ret[16]) {
         uint64_t id[2] = { (uint64_t) st.st_dev, (uint64_t) st.st_ino };
         memcpy(buf + 16, id, sizeof(id));
         /* an empty list leaves the first record's bytes zero */
-        if (pread(fd, buf + 16 + sizeof(id), 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE, 0) < 0)
-                return -errno;
+        size_t got;
+        r = iver_pread_full(fd, buf + 16 + sizeof(id), 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE, 0, &got);
+        if (r < 0)
+                return r;
         if (EVP_Digest(buf, sizeof(buf), md, NULL, EVP_sha256(), NULL) != 1)
                 return -EIO;
         memcpy(ret, md, 16);
