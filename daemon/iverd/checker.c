@@ -103,10 +103,12 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         }
 }
 
-bool checker_decide(Manager *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
-                    IverFileAttr *attr,
-                    IverPolicyDecision *d, bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo,
-                    unsigned *ret_flags) {
+/* checker_decide() for a use (func; IVER_FUNC_NONE: none): func= and
+ * mask= rules say which uses they check (an open, as fanotify shows it, is a
+ * read: the opener's access mode is not in the event). */
+static bool decide(Manager *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
+                   IverPolicyFunc func, IverFileAttr *attr, IverPolicyDecision *d, bool *ret_measure, bool *ret_appraise,
+                   IverHashAlgo *ret_algo, unsigned *ret_flags) {
         IverCookieTable *t = iver_context_cookies(m->ctx);
         (void) iver_cookie_table_source(t, st->dev, AT_FDCWD, path);
         *attr = (IverFileAttr) {
@@ -115,6 +117,9 @@ bool checker_decide(Manager *m, const Generation *g, const char *path, const Ive
                 .subject_uid = subject_uid,
                 .mode = st->mode,
                 .size = st->size,
+                .func = (uint8_t) func,
+                .open_default = m->conf.on_access == IVER_ON_ACCESS_OPEN,
+                .mask = func == IVER_FUNC_EXEC ? IVER_MAY_EXEC : func == IVER_FUNC_OPEN ? IVER_MAY_READ : 0,
         };
         if (iver_fs_is_pseudo(attr->fs_magic, NULL))
                 return false;
@@ -130,6 +135,13 @@ bool checker_decide(Manager *m, const Generation *g, const char *path, const Ive
         *ret_measure = measure;
         *ret_appraise = appraise;
         return measure || appraise;
+}
+
+bool checker_decide(Manager *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
+                    IverFileAttr *attr,
+                    IverPolicyDecision *d, bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo,
+                    unsigned *ret_flags) {
+        return decide(m, g, path, st, subject_uid, IVER_FUNC_NONE, attr, d, ret_measure, ret_appraise, ret_algo, ret_flags);
 }
 
 /* A job carries what was decided at dispatch and the generation it was
@@ -337,24 +349,21 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
          * to be is measured, under a name that cannot pass for it */
         uint32_t subject = process_uid(pid);
         if (!S_ISREG(st.mode) ||
-            !checker_decide(m, m->gen, path[0] == '/' ? path : seen, &st, subject, &attr, &u->d, &u->measure, &appraise,
-                            &u->algo, &flags))
+            !decide(m, m->gen, path[0] == '/' ? path : seen, &st, subject, exec ? IVER_FUNC_EXEC : IVER_FUNC_OPEN, &attr, &u->d,
+                    &u->measure, &appraise, &u->algo, &flags))
                 return 0;
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
         if (open_for_write(fd) && path[0] == '/') {
-                if (!exec) {
-                        /* An open (open mode) while a writer exists may be the
-                         * writer's own: the event does not say, and the opener's
-                         * /proc/PID/syscall is not ours to read. Allow it and
-                         * measure now: a provisional result is listed with one
-                         * open_writers entry for the episode. */
-                        manager_queue(m, path);
-                        return 0;
+                /* kernel IMA's open_writers: what is used (run, or read by an
+                 * interpreter) may not be what any digest on record says;
+                 * measure it (provisionally) now and hold the use for it: the
+                 * provisional digest is listed, followed by an open_writers
+                 * entry (handle_outcome). An open may be the writer's own (the
+                 * event does not say): it waits for one hash, bounded. */
+                if (exec) {
+                        (void) recheck_add(m->recheck, path); /* one violation for this episode */
+                        checker_violation(m, path, d, u->algo, "open_writers: executed while open for write");
                 }
-                /* kernel IMA's open_writers: what is used may not be what any
-                 * digest on record says; measure it (provisionally) now */
-                (void) recheck_add(m->recheck, path); /* one violation for this episode */
-                checker_violation(m, path, d, u->algo, "open_writers: executed while open for write");
                 iver_check_invalidate(m->ctx, path);
         }
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, u->algo, flags, &p, &o);
