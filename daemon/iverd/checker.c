@@ -384,6 +384,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         int r = iver_context_stat_fd(m->ctx, fd, &st);
         if (r < 0)
                 return r;
+        fstrack_sync_use(m->fstrack); /* a close before this use flags the entry first */
         /* the usual exec: this inode's content is on record unchanged (a file
          * open for write cannot be executed: ETXTBSY; a miss hashes under a
          * read lease, and without one its provisional result is a violation) */
