@@ -23,6 +23,7 @@
 #include "onaccess.h"
 #include "pathfd.h"
 #include "recheck.h"
+#include "rest.h"
 #include "walk.h"
 
 #define DISPATCH_BATCH 4096
@@ -40,6 +41,62 @@ void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d
                 (void) evidence_record_violation(m->evidence, path, d, algo);
                 (void) evidence_commit(m->evidence); /* listed now, not with the next group */
         }
+}
+
+static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                     const uint8_t *sig, size_t sig_len, bool use);
+
+/* A held digest is not on record until it is listed: its cache entry says
+ * so (stale: the next check and a use re-hash), and so does a snapshot
+ * written meanwhile, so neither a restart nor a use can take it as listed. */
+static void hold(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                 const uint8_t *sig, size_t sig_len) {
+        int r = rest_offer(m->rest, path, o, d, audit, sig, sig_len);
+        if (r < 0) { /* no memory to hold it: listed now rather than lost */
+                list_now(m, path, o, d, audit, sig, sig_len, false);
+                return;
+        }
+        if (r > 0 && o->idx != IVER_CACHE_NONE)
+                iver_cache_update_flags(iver_context_cache(m->ctx), o->idx, IVER_ENTRY_STALE, 0);
+}
+
+/* A hit after a cookie move proven unwritten: a rename (or a new link) of a
+ * listed file is listed under its new name once that has come to rest, or
+ * now when it is used by that name. */
+static void offer_renamed(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
+                          bool audit, bool use) {
+        char p[IVER_CACHE_PATH_MAX];
+        if (o->idx == IVER_CACHE_NONE)
+                return;
+        size_t n = iver_cache_path(iver_context_cache(m->ctx), o->idx, p, sizeof(p));
+        if (n > 0 && n < sizeof(p) && strcmp(p, path) == 0)
+                return; /* same name: listed already (chmod, chown, xattr) */
+        if (use)
+                list_now(m, path, o, d, audit, NULL, 0, true);
+        else
+                hold(m, path, o, d, audit, NULL, 0);
+}
+
+void checker_rested(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                    const uint8_t *sig, size_t sig_len, bool use) {
+        list_now(m, path, o, d, audit, sig, sig_len, use);
+}
+
+static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                     const uint8_t *sig, size_t sig_len, bool use) {
+        /* on record again if the cache still holds the version listed */
+        IverCache *c = iver_context_cache(m->ctx);
+        uint32_t idx = iver_cache_find_inode(c, o->id.dev, o->id.ino);
+        if (idx != IVER_CACHE_NONE) {
+                IverEntry e;
+                iver_cache_get(c, idx, &e);
+                IverCookie now = iver_cache_cookie(c, idx);
+                if (e.id.gen == o->id.gen && iver_cookie_equal(&now, &o->cookie) && iver_digest_equal(&e.digest, &o->digest))
+                        iver_cache_update_flags(c, idx, 0, IVER_ENTRY_STALE);
+        }
+        m->measurements++;
+        log_measurement(path, o, audit);
+        (void) evidence_record(m->evidence, path, o, d, sig, sig_len, use);
 }
 
 /* use: the check was made for an exec or open waiting on it (on-access).
@@ -67,9 +124,22 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         } else if (o->result != IVER_CHECK_UNSTABLE && !retry)
                 recheck_remove(m->recheck, path);
         switch (o->result) {
+        case IVER_CHECK_HIT:
+                if (use && rest_use(m->rest, &o->id) > 0)
+                        break; /* a held digest, listed now: it is used */
+                if (o->metadata_only && d && d->action == IVER_ACTION_MEASURE)
+                        offer_renamed(m, path, o, d, dec->audit, use);
+                break;
         case IVER_CHECK_MEASURED:
                 if (!d || d->action != IVER_ACTION_MEASURE)
                         break; /* appraised only */
+                if (!use && !o->provisional) {
+                        /* listed once its name has come to rest (rest.h) */
+                        hold(m, path, o, d, dec->audit, sig, sig_len);
+                        break;
+                }
+                if (use)
+                        rest_forget(m->rest, &o->id); /* listed now, under the name it is used by */
                 m->measurements++;
                 log_measurement(path, o, dec->audit);
                 if (evidence_record(m->evidence, path, o, d, sig, sig_len, use) > 0 && o->provisional)
@@ -96,8 +166,12 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         }
 }
 
-/* The attributes of st that rules look at (fstype=, fowner=, uid=, mode=, size). */
-static IverFileAttr file_attr(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid) {
+/* The attributes of st that rules look at (fstype=, fowner=, uid=, mode=,
+ * size), for a use (func; IVER_FUNC_NONE: none): func= and mask= rules say
+ * which uses they check (an open, as fanotify shows it, is a read: the
+ * opener's access mode is not in the event). */
+static IverFileAttr file_attr_use(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid,
+                                  IverPolicyFunc func) {
         IverCookieTable *t = iver_context_cookies(m->ctx);
         if (path)
                 (void) iver_cookie_table_source(t, st->dev, AT_FDCWD, path);
@@ -107,7 +181,14 @@ static IverFileAttr file_attr(Manager *m, const char *path, const IverStat *st, 
                 .subject_uid = subject_uid,
                 .mode = st->mode,
                 .size = st->size,
+                .func = (uint8_t) func,
+                .open_default = m->conf.on_access == IVER_ON_ACCESS_OPEN,
+                .mask = func == IVER_FUNC_EXEC ? IVER_MAY_EXEC : func == IVER_FUNC_OPEN ? IVER_MAY_READ : 0,
         };
+}
+
+static IverFileAttr file_attr(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid) {
+        return file_attr_use(m, path, st, subject_uid, IVER_FUNC_NONE);
 }
 
 bool checker_decide(Manager *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
@@ -303,6 +384,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         int r = iver_context_stat_fd(m->ctx, fd, &st);
         if (r < 0)
                 return r;
+        fstrack_sync_use(m->fstrack); /* a close before this use flags the entry first */
         /* the usual exec: this inode's content is on record unchanged (a file
          * open for write cannot be executed: ETXTBSY; a miss hashes under a
          * read lease, and without one its provisional result is a violation) */
@@ -319,24 +401,25 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         /* a marked name is decided as the name the user saw: what it claims
          * to be is measured, under a name that cannot pass for it */
         uint32_t subject = process_uid(pid);
-        if (!S_ISREG(st.mode) || !checker_decide(m, m->gen, path[0] == '/' ? path : seen, &st, subject, &dec))
+        if (!S_ISREG(st.mode))
+                return 0;
+        IverFileAttr attr = file_attr_use(m, path[0] == '/' ? path : NULL, &st, subject, exec ? IVER_FUNC_EXEC : IVER_FUNC_OPEN);
+        iver_check_decide(m->gen->policy, path[0] == '/' ? path : seen, &attr, m->gen->hash, &dec);
+        if (!dec.measure && !dec.appraise)
                 return 0;
         *u = (CheckerUse) { .d = dec.d, .measure = dec.measure, .algo = dec.algo };
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
         if (open_for_write(fd) && path[0] == '/') {
-                if (!exec) {
-                        /* An open (open mode) while a writer exists may be the
-                         * writer's own: the event does not say, and the opener's
-                         * /proc/PID/syscall is not ours to read. Allow it and
-                         * measure now: a provisional result is listed with one
-                         * open_writers entry for the episode. */
-                        manager_queue(m, path);
-                        return 0;
+                /* kernel IMA's open_writers: what is used (run, or read by an
+                 * interpreter) may not be what any digest on record says;
+                 * measure it (provisionally) now and hold the use for it: the
+                 * provisional digest is listed, followed by an open_writers
+                 * entry (handle_outcome). An open may be the writer's own (the
+                 * event does not say): it waits for one hash, bounded. */
+                if (exec) {
+                        (void) recheck_add(m->recheck, path); /* one violation for this episode */
+                        checker_violation(m, path, d, u->algo, "open_writers: executed while open for write");
                 }
-                /* kernel IMA's open_writers: what is used may not be what any
-                 * digest on record says; measure it (provisionally) now */
-                (void) recheck_add(m->recheck, path); /* one violation for this episode */
-                checker_violation(m, path, d, u->algo, "open_writers: executed while open for write");
                 iver_check_invalidate(m->ctx, path);
         }
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, dec.algo, dec.flags, &p, &o);
@@ -461,7 +544,7 @@ static void job_hashed_version(Manager *m, Job *j, const IverCheckOutcome *o) {
         const IverFileAttr *was = &j->dec.attr;
         if (st->uid == was->owner && st->mode == was->mode && st->size == was->size && st->dev == j->pending.st.dev)
                 return;
-        IverFileAttr attr = file_attr(m, NULL, st, was->subject_uid);
+        IverFileAttr attr = file_attr_use(m, NULL, st, was->subject_uid, was->func);
         IverDecision dec;
         iver_check_decide(j->gen->policy, j->path, &attr, j->gen->hash, &dec);
         /* what was hashed and appraised stays as it was done (algorithm,

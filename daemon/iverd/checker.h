@@ -46,9 +46,11 @@ typedef struct CheckerUse {
  * (exec) or opened by process pid (its real uid is the subject of uid= rules). Executed while open for write (no read lease: a writer,
  * or a writable shared mapping): an open_writers violation entry and a
  * (provisional) measurement the exec waits for. Opened while open for write
- * (open mode): allowed at once (it may be the writer's own open, which the
- * event does not tell) and measured in the background, whose provisional
- * result carries the episode's open_writers entry. path may be NULL: then an
+ * (open mode, or a func=open rule): the open waits for a provisional
+ * measurement of what the file holds now (bounded: it may be the writer's
+ * own open, which the event does not tell), listed with an open_writers
+ * entry. The name decided and listed is the one iverd holds for the inode
+ * (use_name in checker.c), not the one the event fd shows. path may be NULL: then an
  * exec whose content is on record returns 0 and anything else -EAGAIN (ask
  * again with the name: the cache-hit path costs no readlink).
  * Returns 0 when its current content is on record, or the policy does not
@@ -69,3 +71,7 @@ bool checker_dir_measured(Manager *m, const char *dir);
  * (dev, ino; 0: unknown), else path, else "unchecked:exec|open"; none when
  * the file is known and no rule measures or appraises it. */
 void checker_unchecked_use(Manager *m, const char *path, uint32_t dev, uint64_t ino, bool exec, const char *what);
+/* A digest held until its name came to rest (rest.h) is listed now under
+ * path (use: because it is used): the callback of rest.c. */
+void checker_rested(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                    const uint8_t *sig, size_t sig_len, bool use);

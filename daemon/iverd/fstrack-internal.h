@@ -53,6 +53,7 @@ typedef struct HandleSlot {
 struct FsTrack {
         sd_event *event;
         IverContext *ctx;
+        Rest *rest;
         const Reports *reports;
         int fd;
         int init_error;

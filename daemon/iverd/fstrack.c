@@ -30,12 +30,13 @@ uint32_t fstrack_pack_dev(dev_t d) {
         return (major(d) << 20) | (minor(d) & 0xfffffU);
 }
 
-int fstrack_new(sd_event *event, IverContext *ctx, const Reports *reports, FsTrack **ret) {
+int fstrack_new(sd_event *event, IverContext *ctx, Rest *rest, const Reports *reports, FsTrack **ret) {
         FsTrack *t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;
         t->event = event;
         t->ctx = ctx;
+        t->rest = rest;
         t->reports = reports;
         t->ignores_ok = true;
         /* unlimited (CAP_SYS_ADMIN; the kernel charges the daemon's memory):
@@ -347,6 +348,11 @@ void fstrack_mounts_changed(FsTrack *t) {
 void fstrack_sync(FsTrack *t) {
         if (t && t->fd >= 0 && t->n_fs > 0)
                 (void) fstrack_drain(t, 4);
+}
+
+void fstrack_sync_use(FsTrack *t) {
+        if (t && t->fd >= 0 && t->n_fs > 0)
+                (void) fstrack_drain(t, 64);
 }
 
 int fstrack_attest(void *userdata, const IverStat *st) {

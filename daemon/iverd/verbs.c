@@ -12,6 +12,7 @@
 #include "log.h"
 #include "manager.h"
 #include "onaccess.h"
+#include "rest.h"
 #include "recheck.h"
 #include "verbs-internal.h"
 #include "walk.h"
@@ -55,6 +56,7 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "hashing", U64(queue_inflight(m->queue)));
         ADD(o, "peak_queued", U64(m->peak_queued));
         ADD(o, "provisional_rechecks", U64(recheck_count(m->recheck)));
+        ADD(o, "names_at_rest", rest_status(m->rest));
         ADD(o, "coalesced_events", U64(queue_coalesced(m->queue)));
         ADD(o, "scanning", json_object_new_boolean(walk_busy(m->walk)));
         ADD(o, "initial_scan_done", json_object_new_boolean(m->initial_scan_done));
@@ -219,6 +221,10 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                 ADD(id, "ino", U64(st.ino));
                 ADD(id, "generation", U64(st.gen));
                 ADD(o, "identity", id);
+                IverIdentity ident = iver_stat_identity(&st);
+                json_object *held = rest_explain(m->rest, &ident);
+                if (held)
+                        ADD(o, "pending", held); /* measured, listed when its name comes to rest */
                 ADD(o, "regular", json_object_new_boolean(S_ISREG(st.mode)));
                 IverCookie now = iver_cookie_from_stat(src, &st);
                 ADD(o, "cookie_now", cookie_json(&now));
