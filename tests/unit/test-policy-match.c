@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "seed.h"
 #include "iver/policy.h"
 #include "policy-internal.h"
 #include "policy-fixtures.h"
@@ -149,7 +150,7 @@ static void random_path(unsigned *seed, char *buf, size_t size, const char *cons
 }
 
 START_TEST(test_index_equals_linear_scan) {
-        unsigned seed = 7;
+        unsigned seed = (unsigned) test_seed("index = linear scan", 7);
         for (int round = 0; round < 20; round++) {
                 size_t cap = 64 * 1024, o = 0;
                 char *text = malloc(cap);
