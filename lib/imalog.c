@@ -20,7 +20,14 @@
 static const char *const template_names[_IVER_IMA_TEMPLATE_MAX] = {
         [IVER_IMA_TEMPLATE_NG] = "ima-ng",
         [IVER_IMA_TEMPLATE_SIG] = "ima-sig",
+        [IVER_IMA_TEMPLATE_BUF] = "ima-buf",
+        [IVER_IMA_TEMPLATE_IMA] = "ima",
 };
+
+/* The legacy "ima" template: the name is hashed zero-padded to this size
+ * (IMA_EVENT_NAME_LEN_MAX + 1), and no name may be longer than 255 bytes. */
+#define IMA_NAME_HASHED 256
+#define IMA_DIGEST_SIZE 20
 
 const char *iver_imalog_template_to_string(IverImaTemplate t) {
         if (t < 0 || t >= _IVER_IMA_TEMPLATE_MAX)
@@ -36,7 +43,12 @@ IverImaTemplate iver_imalog_template_from_string(const char *s) {
 }
 
 static unsigned template_fields(IverImaTemplate t) {
-        return t == IVER_IMA_TEMPLATE_SIG ? 3 : 2;
+        return t == IVER_IMA_TEMPLATE_SIG || t == IVER_IMA_TEMPLATE_BUF ? 3 : 2;
+}
+
+/* The template's third field: ima-sig's signature or ima-buf's buffer. */
+static bool has_extra(IverImaTemplate t) {
+        return template_fields(t) == 3;
 }
 
 static void put_le32(uint8_t *p, uint32_t v) {
@@ -80,7 +92,13 @@ static int entry_parse_fields(IverImaEntry *e) {
                 if (len > (size_t) (end - p))
                         return -EBADMSG;
 
-                if (i == 0) {           /* d-ng: "<algo>:" NUL digest */
+                if (i == 0 && e->template == IVER_IMA_TEMPLATE_IMA) {   /* d: a SHA-1 digest */
+                        if (len != IMA_DIGEST_SIZE)
+                                return -EBADMSG;
+                        e->algo = IVER_HASH_SHA1;
+                        e->digest = p;
+                        e->digest_len = len;
+                } else if (i == 0) {    /* d-ng: "<algo>:" NUL digest */
                         const uint8_t *nul = memchr(p, 0, len);
                         char name[32];
                         if (!nul || nul == p || nul[-1] != ':' || (size_t) (nul - p) > sizeof(name))
@@ -101,17 +119,34 @@ static int entry_parse_fields(IverImaEntry *e) {
                 } else if (i == 1) {    /* n-ng: path NUL */
                         if (len < 1 || p[len - 1] != 0 || memchr(p, 0, len - 1))
                                 return -EBADMSG;
+                        if (e->template == IVER_IMA_TEMPLATE_IMA && len > IMA_NAME_HASHED)
+                                return -EBADMSG;
                         e->path = (const char *) p;
                         e->path_len = len - 1;
-                } else {                /* sig */
+                } else if (e->template == IVER_IMA_TEMPLATE_SIG) {
                         e->sig = len > 0 ? p : NULL;
                         e->sig_len = len;
+                } else {                /* buf */
+                        e->buf = len > 0 ? p : NULL;
+                        e->buf_len = len;
                 }
                 p += len;
         }
         if (p != end)
                 return -EBADMSG;
         return 0;
+}
+
+/* H_algo of the entry's template data as the kernel hashes it
+ * (ima_calc_field_array_hash): every field with its u32 length, or for the
+ * "ima" template the digest and the name zero-padded to 256 bytes. */
+static int template_hash(const IverImaEntry *e, IverHashAlgo algo, uint8_t *ret) {
+        if (e->template != IVER_IMA_TEMPLATE_IMA)
+                return hash_buf(algo, e->template_data, e->template_data_len, ret);
+        uint8_t b[IMA_DIGEST_SIZE + IMA_NAME_HASHED] = {};
+        memcpy(b, e->digest, IMA_DIGEST_SIZE);
+        memcpy(b + IMA_DIGEST_SIZE, e->path, e->path_len);
+        return hash_buf(algo, b, sizeof(b), ret);
 }
 
 static int entry_build(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo,
@@ -131,15 +166,19 @@ static int entry_build(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo
                 return -EINVAL;
         if (!path || memchr(path, 0, path_len))
                 return -EINVAL;
-        if (template != IVER_IMA_TEMPLATE_SIG || !sig)
+        if (!has_extra(template) || !sig)
                 sig_len = 0;
-        if (sig_len > IVER_IMA_SIG_MAX || path_len > IVER_IMA_TEMPLATE_DATA_MAX)
+        if ((template == IVER_IMA_TEMPLATE_SIG && sig_len > IVER_IMA_SIG_MAX) || path_len > IVER_IMA_TEMPLATE_DATA_MAX ||
+            sig_len > IVER_IMA_TEMPLATE_DATA_MAX)
                 return -E2BIG;
+        if (template == IVER_IMA_TEMPLATE_IMA && (algo != IVER_HASH_SHA1 || path_len >= IMA_NAME_HASHED))
+                return -EINVAL;
 
-        alen = strlen(aname);
+        /* "ima": d holds the digest alone */
+        alen = template == IVER_IMA_TEMPLATE_IMA ? 0 : strlen(aname);
         digest_len = iver_hash_algo_size(algo);
-        size = 4 + alen + 2 + digest_len + 4 + path_len + 1;
-        if (template == IVER_IMA_TEMPLATE_SIG)
+        size = 4 + (alen ? alen + 2 : 0) + digest_len + 4 + path_len + 1;
+        if (has_extra(template))
                 size += 4 + sig_len;
         if (size > IVER_IMA_TEMPLATE_DATA_MAX)
                 return -E2BIG;
@@ -152,12 +191,14 @@ static int entry_build(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo
         e->template_data_len = size;
 
         uint8_t *p = e->template_data;
-        put_le32(p, alen + 2 + digest_len);
+        put_le32(p, (alen ? alen + 2 : 0) + digest_len);
         p += 4;
-        memcpy(p, aname, alen);
-        p[alen] = ':';
-        p[alen + 1] = 0;
-        p += alen + 2;
+        if (alen) {
+                memcpy(p, aname, alen);
+                p[alen] = ':';
+                p[alen + 1] = 0;
+                p += alen + 2;
+        }
         if (!violation)
                 memcpy(p, digest, digest_len);          /* else left zero */
         p += digest_len;
@@ -169,7 +210,7 @@ static int entry_build(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo
                 iver_imalog_name_kernel_form((char *) p, path_len);
         p += path_len + 1;                              /* NUL from calloc */
 
-        if (template == IVER_IMA_TEMPLATE_SIG) {
+        if (has_extra(template)) {
                 put_le32(p, sig_len);
                 p += 4;
                 if (sig_len > 0)
@@ -181,7 +222,7 @@ static int entry_build(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo
                 return r;
         e->violation = violation;
         if (!violation) {
-                r = hash_buf(IVER_HASH_SHA1, e->template_data, e->template_data_len, e->template_digest);
+                r = template_hash(e, IVER_HASH_SHA1, e->template_digest);
                 if (r < 0)
                         return r;
         }
@@ -196,10 +237,26 @@ int iver_imalog_entry_new(IverImaTemplate template, uint32_t pcr, IverHashAlgo a
                           IverImaEntry **ret) {
         /* The kernel records only signatures in the sig field; a hash-type
          * security.ima leaves it empty. */
-        if (sig && sig_len > 0 && sig[0] != EVM_IMA_XATTR_DIGSIG && sig[0] != IMA_VERITY_DIGSIG)
+        if (template == IVER_IMA_TEMPLATE_SIG && sig && sig_len > 0 && sig[0] != EVM_IMA_XATTR_DIGSIG && sig[0] != IMA_VERITY_DIGSIG)
                 sig_len = 0;
         return entry_build(template, pcr, algo, digest, digest_len, path, path_len, sig, sig_len,
                            flags, false, ret);
+}
+
+int iver_imalog_entry_new_buf(uint32_t pcr, IverHashAlgo algo, const char *name, size_t name_len, const uint8_t *buf,
+                              size_t buf_len, IverImaEntry **ret) {
+        uint8_t d[IVER_DIGEST_MAX];
+        int r = hash_buf(algo, buf, buf_len, d);
+        if (r < 0)
+                return r;
+        return entry_build(IVER_IMA_TEMPLATE_BUF, pcr, algo, d, iver_hash_algo_size(algo), name, name_len, buf, buf_len,
+                           0, false, ret);
+}
+
+int iver_imalog_entry_new_ima(uint32_t pcr, const uint8_t digest[20], const char *name, size_t name_len,
+                              IverImaEntry **ret) {
+        return entry_build(IVER_IMA_TEMPLATE_IMA, pcr, IVER_HASH_SHA1, digest, IMA_DIGEST_SIZE, name, name_len, NULL, 0,
+                           0, false, ret);
 }
 
 int iver_imalog_entry_new_violation(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo,
@@ -224,7 +281,7 @@ int iver_imalog_entry_bank_digest(const IverImaEntry *e, IverHashAlgo bank, Iver
         if (e->violation)
                 memset(d.bytes, 0xff, n);
         else {
-                r = hash_buf(bank, e->template_data, e->template_data_len, d.bytes);
+                r = template_hash(e, bank, d.bytes);
                 if (r < 0)
                         return r;
         }
@@ -234,9 +291,16 @@ int iver_imalog_entry_bank_digest(const IverImaEntry *e, IverHashAlgo bank, Iver
 
 /* ---- binary ---- */
 
+/* The "ima" template's binary record after its name: digest, u32 strlen,
+ * name (ima_measurements_show: no template_data_len, no field length for d). */
+static size_t ima_body_size(const IverImaEntry *e) {
+        return IMA_DIGEST_SIZE + 4 + e->path_len;
+}
+
 size_t iver_imalog_entry_binary_size(const IverImaEntry *e) {
         const char *name = iver_imalog_template_to_string(e->template);
-        return 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE + 4 + strlen(name) + 4 + e->template_data_len;
+        size_t body = e->template == IVER_IMA_TEMPLATE_IMA ? ima_body_size(e) : 4 + e->template_data_len;
+        return 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE + 4 + strlen(name) + body;
 }
 
 int iver_imalog_entry_to_binary(const IverImaEntry *e, uint8_t *buf, size_t size) {
@@ -254,6 +318,12 @@ int iver_imalog_entry_to_binary(const IverImaEntry *e, uint8_t *buf, size_t size
         p += 4;
         memcpy(p, name, nlen);
         p += nlen;
+        if (e->template == IVER_IMA_TEMPLATE_IMA) {
+                memcpy(p, e->digest, IMA_DIGEST_SIZE);
+                put_le32(p + IMA_DIGEST_SIZE, e->path_len);
+                memcpy(p + IMA_DIGEST_SIZE + 4, e->path, e->path_len);
+                return (int) n;
+        }
         put_le32(p, e->template_data_len);
         p += 4;
         memcpy(p, e->template_data, e->template_data_len);
@@ -269,6 +339,15 @@ int iver_imalog_entry_binary_extent(const uint8_t *buf, size_t size, size_t *ret
         nlen = get_le32(buf + 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE);
         if (nlen == 0 || nlen > IVER_IMA_NAME_MAX)
                 return -EBADMSG;
+        if (nlen == 3 && memcmp(buf + head, "ima", 3) == 0) {
+                if (size < head + nlen + IMA_DIGEST_SIZE + 4)
+                        return -ENODATA;
+                tlen = get_le32(buf + head + nlen + IMA_DIGEST_SIZE);
+                if (tlen >= IMA_NAME_HASHED)
+                        return -EBADMSG;
+                *ret = head + nlen + IMA_DIGEST_SIZE + 4 + tlen;
+                return 0;
+        }
         if (size < head + nlen + 4)
                 return -ENODATA;
         tlen = get_le32(buf + head + nlen);
@@ -276,6 +355,56 @@ int iver_imalog_entry_binary_extent(const uint8_t *buf, size_t size, size_t *ret
                 return -EBADMSG;
         *ret = head + nlen + 4 + tlen;
         return 0;
+}
+
+/* A zero template digest is a violation, accepted only with a zero file
+ * digest (as ima_add_violation writes it); otherwise the template digest must
+ * be the data's. */
+static int check_template_digest(IverImaEntry *e, const uint8_t *tdigest) {
+        if (all_zero(tdigest, IVER_IMA_TEMPLATE_DIGEST_SIZE)) {
+                if (!all_zero(e->digest, e->digest_len))
+                        return -EBADMSG;
+                e->violation = true;
+                memset(e->template_digest, 0, IVER_IMA_TEMPLATE_DIGEST_SIZE);
+                return 0;
+        }
+        if (memcmp(e->template_digest, tdigest, IVER_IMA_TEMPLATE_DIGEST_SIZE) != 0)
+                return -EBADMSG;
+        return 0;
+}
+
+/* The body of an "ima" record (after its template name, at buf + off). */
+static int ima_from_binary(const uint8_t *buf, size_t size, size_t off, IverImaEntry **ret) {
+        char name[IMA_NAME_HASHED];
+        IverImaEntry *e = NULL;
+
+        if (size - off < IMA_DIGEST_SIZE + 4)
+                return -ENODATA;
+        uint32_t nlen = get_le32(buf + off + IMA_DIGEST_SIZE);
+        if (nlen >= IMA_NAME_HASHED)
+                return -EBADMSG;
+        if (size - off - IMA_DIGEST_SIZE - 4 < nlen)
+                return -ENODATA;
+        memcpy(name, buf + off + IMA_DIGEST_SIZE + 4, nlen);
+        if (memchr(name, 0, nlen))
+                return -EBADMSG;
+        uint32_t pcr = get_le32(buf);
+        if (pcr >= IVER_IMA_PCR_MAX)
+                return -EBADMSG;
+        bool zero = all_zero(buf + 4, IVER_IMA_TEMPLATE_DIGEST_SIZE);
+        if (zero && !all_zero(buf + off, IMA_DIGEST_SIZE))
+                return -EBADMSG;
+        int r = entry_build(IVER_IMA_TEMPLATE_IMA, pcr, IVER_HASH_SHA1, buf + off, IMA_DIGEST_SIZE, name, nlen, NULL, 0,
+                            IVER_IMA_NAME_RAW, zero, &e);
+        if (r < 0)
+                return r == -EINVAL || r == -E2BIG ? -EBADMSG : r;
+        r = check_template_digest(e, buf + 4);
+        if (r < 0) {
+                iver_imalog_entry_free(e);
+                return r;
+        }
+        *ret = e;
+        return (int) (off + IMA_DIGEST_SIZE + 4 + nlen);
 }
 
 int iver_imalog_entry_from_binary(const uint8_t *buf, size_t size, IverImaEntry **ret) {
@@ -298,8 +427,10 @@ int iver_imalog_entry_from_binary(const uint8_t *buf, size_t size, IverImaEntry 
                 return -EBADMSG;
         IverImaTemplate t = iver_imalog_template_from_string(name);
         if (t < 0)
-                return -EOPNOTSUPP;     /* e.g. the legacy "ima" template */
+                return -EOPNOTSUPP;     /* e.g. ima-modsig, ima-ngv2 */
         off = head + nlen;
+        if (t == IVER_IMA_TEMPLATE_IMA)
+                return ima_from_binary(buf, size, off, ret);
         tlen = get_le32(buf + off);
         off += 4;
         if (tlen > IVER_IMA_TEMPLATE_DATA_MAX)
@@ -321,23 +452,21 @@ int iver_imalog_entry_from_binary(const uint8_t *buf, size_t size, IverImaEntry 
         if (r < 0)
                 return r;
 
-        if (all_zero(e->template_digest, IVER_IMA_TEMPLATE_DIGEST_SIZE)) {
-                /* A violation's template data is bound by nothing (every bank
-                 * is extended with 0xFF): accept it only in the form
-                 * ima_add_violation writes, a zero file digest, as the ASCII
-                 * parser does. Otherwise any digest could ride on a zero
-                 * template digest, and the ASCII twin would not parse back. */
-                if (!all_zero(e->digest, e->digest_len))
-                        return -EBADMSG;
-                e->violation = true;
-        } else {
-                uint8_t h[IVER_IMA_TEMPLATE_DIGEST_SIZE];
-                r = hash_buf(IVER_HASH_SHA1, e->template_data, tlen, h);
+        /* A violation's template data is bound by nothing (every bank is
+         * extended with 0xFF): accept it only in the form ima_add_violation
+         * writes, a zero file digest, as the ASCII parser does. Otherwise any
+         * digest could ride on a zero template digest, and the ASCII twin
+         * would not parse back. */
+        uint8_t want[IVER_IMA_TEMPLATE_DIGEST_SIZE];
+        memcpy(want, e->template_digest, sizeof(want));
+        if (!all_zero(want, sizeof(want))) {
+                r = template_hash(e, IVER_HASH_SHA1, e->template_digest);
                 if (r < 0)
                         return r;
-                if (memcmp(h, e->template_digest, sizeof(h)) != 0)
-                        return -EBADMSG;
         }
+        r = check_template_digest(e, want);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(e);
         return (int) (off + tlen);
 }
@@ -364,20 +493,23 @@ int iver_imalog_entry_to_ascii(const IverImaEntry *e, char **ret, size_t *ret_le
         char *p;
 
         size = 12 + 1 + 2 * IVER_IMA_TEMPLATE_DIGEST_SIZE + 1 + strlen(tname) + 1 + strlen(aname) + 1 +
-               2 * e->digest_len + 1 + e->path_len + 1 + 2 * e->sig_len + 2;
+               2 * e->digest_len + 1 + e->path_len + 1 + 2 * (e->sig_len + e->buf_len) + 2;
         _cleanup_free_ char *s = malloc(size);
         if (!s)
                 return -ENOMEM;
         p = s + sprintf(s, "%2u ", e->pcr);
         p = hex_put(p, e->template_digest, IVER_IMA_TEMPLATE_DIGEST_SIZE);
-        p += sprintf(p, " %s %s:", tname, aname);
+        if (e->template == IVER_IMA_TEMPLATE_IMA)
+                p += sprintf(p, " %s ", tname);         /* d: the hex digest alone */
+        else
+                p += sprintf(p, " %s %s:", tname, aname);
         p = hex_put(p, e->digest, e->digest_len);
         *p++ = ' ';
         memcpy(p, e->path, e->path_len);
         p += e->path_len;
-        if (e->template == IVER_IMA_TEMPLATE_SIG) {
+        if (has_extra(e->template)) {
                 *p++ = ' ';     /* printed even for an empty field */
-                p = hex_put(p, e->sig, e->sig_len);
+                p = e->template == IVER_IMA_TEMPLATE_SIG ? hex_put(p, e->sig, e->sig_len) : hex_put(p, e->buf, e->buf_len);
         }
         *p++ = '\n';
         *p = 0;
@@ -442,18 +574,22 @@ int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **re
         if (t < 0)
                 return -EOPNOTSUPP;
 
-        /* "<algo>:<hex>" */
+        /* "<algo>:<hex>" ("ima": the SHA-1 hex alone) */
         r = token(&p, end, &tok, &tl);
         if (r < 0)
                 return r;
-        const char *colon = memchr(tok, ':', tl);
-        if (!colon || (size_t) (colon - tok) >= sizeof(buf))
-                return -EBADMSG;
-        memcpy(buf, tok, colon - tok);
-        buf[colon - tok] = 0;
-        IverHashAlgo algo = iver_hash_algo_from_string(buf);
-        if (algo < 0)
-                return -EOPNOTSUPP;
+        const char *colon = tok - 1;
+        IverHashAlgo algo = IVER_HASH_SHA1;
+        if (t != IVER_IMA_TEMPLATE_IMA) {
+                colon = memchr(tok, ':', tl);
+                if (!colon || (size_t) (colon - tok) >= sizeof(buf))
+                        return -EBADMSG;
+                memcpy(buf, tok, colon - tok);
+                buf[colon - tok] = 0;
+                algo = iver_hash_algo_from_string(buf);
+                if (algo < 0)
+                        return -EOPNOTSUPP;
+        }
         size_t hl = tl - (colon + 1 - tok), dlen = iver_hash_algo_size(algo);
         if (hl != 2 * dlen || hex_get(colon + 1, hl, digest) < 0)
                 return -EBADMSG;
@@ -463,13 +599,13 @@ int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **re
         const char *path = p, *path_end = end;
         _cleanup_free_ uint8_t *sig = NULL;
         size_t sig_len = 0;
-        if (t == IVER_IMA_TEMPLATE_SIG) {
+        if (has_extra(t)) {
                 const char *sp = memrchr(p, ' ', end - p);
                 if (!sp)
                         return -EBADMSG;
                 path_end = sp;
                 sig_len = (end - sp - 1) / 2;
-                if (sig_len > IVER_IMA_SIG_MAX)
+                if (sig_len > (t == IVER_IMA_TEMPLATE_SIG ? IVER_IMA_SIG_MAX : IVER_IMA_TEMPLATE_DATA_MAX))
                         return -EBADMSG;
                 if (sig_len > 0) {
                         sig = malloc(sig_len);
@@ -486,15 +622,15 @@ int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **re
         _cleanup_(iver_imalog_entry_freep) IverImaEntry *e = NULL;
         r = entry_build(t, pcr, algo, digest, dlen, path, path_end - path, sig, sig_len, IVER_IMA_NAME_RAW, violation,
                         &e);
-        if (r == -E2BIG)
+        if (r == -E2BIG || (r == -EINVAL && t == IVER_IMA_TEMPLATE_IMA))
                 return -EBADMSG;
         if (r < 0)
                 return r;
-        if (violation) {
-                if (!all_zero(digest, dlen))
-                        return -EBADMSG;
-        } else if (memcmp(e->template_digest, tdigest, sizeof(tdigest)) != 0)
+        if (violation && !all_zero(digest, dlen))
                 return -EBADMSG;
+        r = check_template_digest(e, tdigest);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(e);
         return 0;
 }

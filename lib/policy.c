@@ -352,7 +352,8 @@ static int parse_hash(Parser *ps, IverRule *r, const Value *v) {
 
 static int parse_template(Parser *ps, IverRule *r, const Value *v) {
         IverImaTemplate t = iver_imalog_template_from_string((const char *) v->s);
-        if (t < 0) {
+        /* ima-buf and ima are read from a kernel's list, never written */
+        if (t != IVER_IMA_TEMPLATE_NG && t != IVER_IMA_TEMPLATE_SIG) {
                 error(ps, ps->val_col, "unknown template '%s', expected ima-ng or ima-sig", repr(ps, v->s, v->len));
                 return -EINVAL;
         }

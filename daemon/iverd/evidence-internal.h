@@ -24,6 +24,8 @@ struct Evidence {
         Manager *m;
         unsigned pcr;
         bool tpm_none;
+        bool shared;                    /* PCR 10 shared with the kernel's IMA (kernel-ima.h) */
+        size_t kernel_entries;          /* the kernel's entries in the list */
         IverImaFile *file;             /* the list, on disk (with its dedup index) */
         TpmThread *tpm;
         TpmThreadState last;            /* what the loop saw last: log the changes */
@@ -41,7 +43,6 @@ struct Evidence {
         uint64_t next_tag;
 };
 
-uint64_t evidence_now_usec(void);
 /* The TPM thread's eventfd is readable. */
 int evidence_on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 /* Answer and forget a waiting quote (q or error). */

@@ -14,6 +14,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "tpm-thread.h"
+#include "thread.h"
 
 #define QUOTE_TIMEOUT_USEC (15ULL * 1000000ULL)
 
@@ -90,6 +91,8 @@ void evidence_status(const Evidence *e, json_object *o) {
                 json_object_object_add(o, "banks", banks);
         }
         json_object_object_add(o, "pcr", json_object_new_int((int) e->pcr));
+        json_object_object_add(o, "pcr_shared_with_kernel", json_object_new_boolean(e->shared));
+        json_object_object_add(o, "kernel_entries", json_object_new_uint64(e->kernel_entries));
         size_t n = iver_imalog_file_count(e->file);
         json_object_object_add(o, "list_length", json_object_new_uint64(n));
         json_object_object_add(o, "list_bytes", json_object_new_uint64(iver_imalog_file_size(e->file)));
@@ -105,7 +108,7 @@ void evidence_status(const Evidence *e, json_object *o) {
         json_object_object_add(o, "extend_failures", json_object_new_uint64(st.extend_failures));
         json_object_object_add(o, "pcr_resyncs", json_object_new_uint64(st.resyncs));
         json_object_object_add(o, "rate_limited_versions", json_object_new_uint64(e->rate_limited));
-        json_object_object_add(o, "rate_limited_files", json_object_new_uint64(churn_limited(e->churn, evidence_now_usec())));
+        json_object_object_add(o, "rate_limited_files", json_object_new_uint64(churn_limited(e->churn, now_usec())));
 }
 
 unsigned evidence_pcr(const Evidence *e) {

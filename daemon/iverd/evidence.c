@@ -24,42 +24,37 @@
 
 #include "churn.h"
 #include "evidence-internal.h"
+#include "kernel-ima.h"
 #include "list-sync.h"
 #include "iver/imalog.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
 #include "tpm-thread.h"
+#include "thread.h"
 
 #define GROUP_USEC (10ULL * 1000ULL)
 #define RELIST_USEC (5ULL * 1000000ULL)
 #define CHURN_TICK_USEC (1ULL * 1000000ULL)
-#define KERNEL_IMA_LIST "/sys/kernel/security/ima/ascii_runtime_measurements"
 
-uint64_t evidence_now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
-
-/* PCR 10 is kernel IMA's: take it only where the kernel keeps no list of its own. */
-static int choose_pcr(int configured, unsigned *ret) {
-        if (configured >= 0) {
-                *ret = (unsigned) configured;
+/* Where the kernel's IMA keeps a list in our PCR (PCR 10, Pcr=auto), the
+ * list continues the kernel's: its entries first, verbatim (DESIGN.md §11). */
+static int share_with_kernel(Evidence *e) {
+        size_t kernel = 0, added = 0;
+        const char *dir = kernel_ima_dir();
+        int r = kernel_ima_continue(e->file, dir, e->pcr, &kernel, &added);
+        if (r == -EOPNOTSUPP)
+                return log_error_errno(r, "The kernel's IMA list in %s holds an entry of a template iverd cannot replay "
+                                          "(it reads ima-ng, ima-sig, ima-buf and ima): configure another Pcr=", dir);
+        if (r < 0)
+                return log_error_errno(r, "Cannot continue the kernel's IMA list in %s: %m", dir);
+        if (r == 0)
                 return 0;
-        }
-        FILE *f = fopen(KERNEL_IMA_LIST, "re");
-        if (f) {
-                char line[256];
-                bool has = fgets(line, sizeof(line), f) != NULL;
-                fclose(f);
-                if (has)
-                        return log_error_errno(-EBUSY,
-                                               "The kernel's IMA keeps a measurement list in PCR 10 (%s): "
-                                               "configure Pcr= in iverd.conf or --pcr (e.g. 23 for tests, a free PCR otherwise)",
-                                               KERNEL_IMA_LIST);
-        }
-        *ret = 10;
+        e->shared = true;
+        e->kernel_entries = kernel;
+        log_info("PCR %u is shared with the kernel's IMA: the list continues the kernel's %zu entries (%zu copied now); "
+                 "every active bank is extended",
+                 e->pcr, kernel, added);
         return 0;
 }
 
@@ -72,7 +67,7 @@ static void recheck_path(const char *path, void *userdata) {
 
 static int on_churn_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Evidence *e = userdata;
-        (void) churn_due(e->churn, evidence_now_usec(), recheck_path, e);
+        (void) churn_due(e->churn, now_usec(), recheck_path, e);
         (void) sd_event_source_set_time_relative(s, CHURN_TICK_USEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
@@ -116,9 +111,8 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
                 r = log_error_errno(-ENOMEM, "Cannot set up the measurement list: %m");
                 goto fail;
         }
-        r = choose_pcr(conf->pcr, &e->pcr);
-        if (r < 0)
-                goto fail;
+        /* auto: PCR 10, where Keylime and evmctl look, shared with the kernel's IMA */
+        e->pcr = conf->pcr >= 0 ? (unsigned) conf->pcr : 10;
         r = iver_imalog_file_open(conf->runtime_directory, &e->file, &truncated);
         if (r < 0) {
                 log_error_errno(r, "Cannot open the measurement list in %s: %m", conf->runtime_directory);
@@ -127,6 +121,9 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
         if (truncated)
                 log_warning("Measurement list ended in a torn record (%zu bytes, from a crash): cut back to the last complete entry",
                             truncated);
+        r = share_with_kernel(e);
+        if (r < 0)
+                goto fail;
         if ((r = sd_event_add_time_relative(m->event, &e->relist, CLOCK_MONOTONIC, RELIST_USEC, 0, on_relist, e)) < 0 ||
             /* accuracy 1 ms: sd-event's default (0) lets a timer slip by up to 250 ms */
             (r = sd_event_add_time_relative(m->event, &e->commit, CLOCK_MONOTONIC, GROUP_USEC, 1000, on_commit, e)) < 0 ||
@@ -144,7 +141,9 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
         }
         /* lib/tpm.c sets this on connect; set it here, before any thread reads the environment */
         (void) setenv("TSS2_LOG", "all+none", 0);
-        r = tpm_thread_new(conf->tpm_tcti, conf->banks, e->pcr, iver_imalog_file_fd(e->file), iver_imalog_file_count(e->file),
+        /* the kernel extends every active bank of PCR 10: so must we, or the
+         * banks we leave out never replay */
+        r = tpm_thread_new(conf->tpm_tcti, e->shared ? ~0u : conf->banks, e->pcr, iver_imalog_file_fd(e->file), iver_imalog_file_count(e->file),
                            iver_imalog_file_size(e->file), iver_imalog_file_pcrs(e->file), &e->tpm);
         if (r < 0) {
                 log_error_errno(r, "Cannot start the TPM thread for '%s': %m", conf->tpm_tcti);
@@ -357,7 +356,7 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
         }
         /* the initial measurement lists each file once: tracking starts after it
          * (no table entry for every file of a large tree) */
-        switch (e->m->initial_scan_done ? churn_note(e->churn, path, evidence_now_usec()) : CHURN_LIST) {
+        switch (e->m->initial_scan_done ? churn_note(e->churn, path, now_usec()) : CHURN_LIST) {
         case CHURN_LIST:
                 break;
         case CHURN_LIMIT:

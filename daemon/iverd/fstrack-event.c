@@ -21,6 +21,7 @@
 #include "manager.h"
 #include "path.h"
 #include "walk.h"
+#include "thread.h"
 
 #define IGNORE_MASK (FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ATTRIB | FAN_ONDIR | FAN_EVENT_ON_CHILD)
 
@@ -191,7 +192,7 @@ static int resolve_inode(FsTrack *t, TrackedFs *f, struct file_handle *fh, uint3
 
 static void note_write(FsTrack *t, uint32_t dev, uint64_t ino, bool close_write, const char *name) {
         RecentWrite *r = &t->recent[t->recent_next++ % FSTRACK_RECENT];
-        *r = (RecentWrite) { .dev = dev, .ino = ino, .usec = fstrack_now_usec(), .close = close_write };
+        *r = (RecentWrite) { .dev = dev, .ino = ino, .usec = wall_usec(), .close = close_write };
         snprintf(r->through, sizeof(r->through), "%s", name ?: "");
 }
 

@@ -68,7 +68,6 @@ struct FsTrack {
         uint64_t events, overflows;
 };
 
-uint64_t fstrack_now_usec(void);
 uint32_t fstrack_pack_dev(dev_t d);
 TrackedFs *fstrack_find_dev(FsTrack *t, uint32_t dev);
 

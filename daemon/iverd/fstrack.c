@@ -19,18 +19,13 @@
 #include "macro.h"
 #include "manager.h"
 #include "path.h"
+#include "thread.h"
 
 static const char *const mode_names[_FSTRACK_MODE_MAX] = {
         [FSTRACK_FANOTIFY] = "fanotify-fid",
         [FSTRACK_INOTIFY] = "inotify",
         [FSTRACK_RESCAN_ONLY] = "rescan-only",
 };
-
-uint64_t fstrack_now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
 
 uint32_t fstrack_pack_dev(dev_t d) {
         return (major(d) << 20) | (minor(d) & 0xfffffU);
@@ -217,7 +212,7 @@ bool fstrack_add_dir(FsTrack *t, const char *dir) {
         else
                 snprintf(f->fstype, sizeof(f->fstype), "0x%llx", (unsigned long long) sfs.f_type);
         f->mode = choose_mode(t, dir, &sfs, &f->why);
-        f->coverage_since = fstrack_now_usec();
+        f->coverage_since = wall_usec();
         t->n_fs++;
         if (f->mode == FSTRACK_FANOTIFY) {
                 /* what was measured before the mark (a restored snapshot, an
@@ -243,7 +238,7 @@ void fstrack_note_unwatched(FsTrack *t, const char *dir) {
 void fstrack_coverage_break(FsTrack *t, FsTrackMode mode) {
         if (!t)
                 return;
-        uint64_t now = fstrack_now_usec();
+        uint64_t now = wall_usec();
         bool any = false;
         for (unsigned i = 0; i < t->n_fs; i++)
                 if (t->fs[i].mode == mode || (mode == FSTRACK_INOTIFY && t->fs[i].mode == FSTRACK_RESCAN_ONLY)) {
@@ -336,7 +331,7 @@ static json_object *fs_json(const TrackedFs *f) {
                 json_object_object_add(e, "why", json_object_new_string(f->why));
         json_object_object_add(e, "coverage_since", iso_time(f->coverage_since));
         json_object_object_add(e, "coverage_seconds",
-                               json_object_new_uint64((fstrack_now_usec() - f->coverage_since) / 1000000));
+                               json_object_new_uint64((wall_usec() - f->coverage_since) / 1000000));
         json_object_object_add(e, "events", json_object_new_uint64(f->events));
         json_object_object_add(e, "write_events", json_object_new_uint64(f->writes));
         return e;

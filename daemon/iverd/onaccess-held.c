@@ -21,12 +21,7 @@
 #include "log.h"
 #include "manager.h"
 #include "onaccess-internal.h"
-
-uint64_t oa_now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
+#include "thread.h"
 
 static ssize_t find(const OnAccess *o, uint64_t id) {
         for (size_t i = 0; i < o->n; i++)
@@ -57,7 +52,7 @@ Waiter *oa_push(OnAccess *o, int fd, WaiterState state, bool exec) {
         }
         Waiter *w = &o->w[o->n++];
         *w = (Waiter) { .id = __atomic_add_fetch(&o->next_id, 1, __ATOMIC_RELAXED), .fd = fd, .state = state, .exec = exec, .answered = state == W_NOTE,
-                        .deadline = oa_now_usec() + o->timeout_usec };
+                        .deadline = now_usec() + o->timeout_usec };
         return w;
 }
 
@@ -69,7 +64,7 @@ void *oa_thread_main(void *arg) {
         uint64_t stall_seen = 0, stall_since = 0;
         bool stall_watch = false;
         for (;;) {
-                uint64_t now = oa_now_usec(), next = UINT64_MAX;
+                uint64_t now = now_usec(), next = UINT64_MAX;
                 bool fired = false;
                 pthread_mutex_lock(&o->lock);
                 if (o->stopping) {
@@ -91,7 +86,7 @@ void *oa_thread_main(void *arg) {
                 pthread_mutex_unlock(&o->lock);
                 uint64_t drained = GET(o->drained);
                 if (fired)
-                        oa_wake(o->loop_efd);
+                        notify_send(o->loop_efd);
 
                 struct pollfd p[2] = { { .fd = o->thread_efd, .events = POLLIN }, { .fd = o->fd, .events = POLLIN } };
                 nfds_t nfds = reader || !stall_watch ? 2 : 1;
@@ -101,10 +96,8 @@ void *oa_thread_main(void *arg) {
                 int ms = until == UINT64_MAX ? -1 : until <= now ? 0 : (int) ((until - now + 999) / 1000);
                 if (poll(p, nfds, ms) < 0)
                         continue;
-                if (p[0].revents & POLLIN) {
-                        uint64_t v;
-                        (void) !read(o->thread_efd, &v, sizeof(v));
-                }
+                if (p[0].revents & POLLIN)
+                        notify_ack(o->thread_efd);
                 bool pending = nfds == 2 && (p[1].revents & POLLIN);
                 if (reader) {
                         if (pending)
@@ -116,8 +109,8 @@ void *oa_thread_main(void *arg) {
                 if (pending) {
                         stall_watch = true;
                         stall_seen = drained;
-                        stall_since = oa_now_usec();
-                } else if (stall_watch && oa_now_usec() >= stall_since + STALL_USEC) {
+                        stall_since = now_usec();
+                } else if (stall_watch && now_usec() >= stall_since + STALL_USEC) {
                         bool stuck = GET(o->drained) == stall_seen;
                         if (stuck) {
                                 INC(o->stalled_reads);
@@ -132,8 +125,7 @@ void *oa_thread_main(void *arg) {
 /* On the loop: what the thread handed over (uses, timeouts, notes). */
 int oa_on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         OnAccess *o = userdata;
-        uint64_t v;
-        (void) !read(fd, &v, sizeof(v));
+        notify_ack(fd);
         pthread_mutex_lock(&o->lock);
         if (o->overflowed) {
                 o->overflowed = false;
@@ -253,8 +245,8 @@ void oa_stop(OnAccess *o) {
                 }
         pthread_mutex_unlock(&o->lock);
         if (o->thread_running) {
-                oa_wake(o->thread_efd);
-                pthread_join(o->thread, NULL);
+                notify_send(o->thread_efd);
+                (void) thread_join(o->thread, UINT64_MAX); /* it only polls: it ends at once */
                 o->thread_running = false;
         }
         while (o->n > 0)

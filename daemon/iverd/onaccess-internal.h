@@ -62,8 +62,6 @@ struct OnAccess {
         uint64_t events, self_allowed, cached, measured, timeouts, unchecked, stalled_reads;
 };
 
-uint64_t oa_now_usec(void);
-void oa_wake(int efd);
 /* FAN_ALLOW for the event whose fd is fd. */
 void oa_respond(OnAccess *o, int fd);
 int oa_fd_path(int fd, char *buf, size_t n);

@@ -28,11 +28,7 @@
 #include "log.h"
 #include "manager.h"
 #include "onaccess-internal.h"
-
-void oa_wake(int efd) {
-        uint64_t one = 1;
-        (void) !write(efd, &one, sizeof(one));
-}
+#include "thread.h"
 
 void oa_respond(OnAccess *o, int fd) {
         struct fanotify_response r = { .fd = fd, .response = FAN_ALLOW };
@@ -80,7 +76,7 @@ static void use_inline(OnAccess *o, int fd, bool exec, int pid) {
                 o->n--;
         pthread_mutex_unlock(&o->lock);
         if (w && p) {
-                oa_wake(o->thread_efd); /* a new deadline */
+                notify_send(o->thread_efd); /* a new deadline */
                 return;
         }
         /* cannot wait for it: allow now, and say so in the list */
@@ -107,7 +103,7 @@ void oa_read_events(OnAccess *o, bool on_thread) {
                                         pthread_mutex_lock(&o->lock);
                                         o->overflowed = true;
                                         pthread_mutex_unlock(&o->lock);
-                                        oa_wake(o->loop_efd);
+                                        notify_send(o->loop_efd);
                                 }
                                 continue;
                         }
@@ -147,7 +143,7 @@ void oa_read_events(OnAccess *o, bool on_thread) {
                         break;
         }
         if (on_thread)
-                oa_wake(o->loop_efd);
+                notify_send(o->loop_efd);
 }
 
 static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -196,9 +192,10 @@ int onaccess_new(Manager *m, IverOnAccess mode, uint64_t timeout_usec, OnAccess 
                 r = -errno;
         if (r == 0)
                 (void) fanotify_mark(o->fd, FAN_MARK_REMOVE, o->mask, AT_FDCWD, "/");
-        if (r == 0 && ((o->loop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
-                       (o->thread_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0))
-                r = -errno;
+        if (r == 0 && (o->loop_efd = notify_new()) < 0)
+                r = o->loop_efd;
+        if (r == 0 && (o->thread_efd = notify_new()) < 0)
+                r = o->thread_efd;
         if (r == 0 && (r = sd_event_add_io(m->event, &o->source, o->fd, EPOLLIN, on_event, o)) >= 0 &&
             (r = sd_event_add_io(m->event, &o->wake_source, o->loop_efd, EPOLLIN, oa_on_wake, o)) >= 0)
                 r = sd_event_add_exit(m->event, &o->exit_source, on_exit_event, o);
@@ -207,7 +204,7 @@ int onaccess_new(Manager *m, IverOnAccess mode, uint64_t timeout_usec, OnAccess 
         if (r == 0 && mode == IVER_ON_ACCESS_OPEN)
                 (void) sd_event_source_set_enabled(o->source, SD_EVENT_OFF);
         if (r == 0) {
-                r = -pthread_create(&o->thread, NULL, oa_thread_main, o);
+                r = thread_start(&o->thread, oa_thread_main, o);
                 o->thread_running = r == 0;
         }
         if (r < 0) {

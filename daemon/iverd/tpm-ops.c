@@ -14,17 +14,11 @@
 #include <openssl/evp.h>
 
 #include "macro.h"
+#include "thread.h"
 #include "tpm-thread-internal.h"
 
-uint64_t tpm_now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
-
 void tpm_notify(TpmThread *t) {
-        uint64_t one = 1;
-        (void) !write(t->efd, &one, sizeof(one));
+        notify_send(t->efd);
 }
 
 /* Under lock: copy the thread's view into the shared state. */
@@ -43,7 +37,7 @@ void tpm_publish(TpmThread *t) {
 void tpm_set_busy(TpmThread *t, bool busy) {
         pthread_mutex_lock(&t->lock);
         t->st.busy = busy;
-        t->st.busy_usec = busy ? tpm_now_usec() : 0;
+        t->st.busy_usec = busy ? now_usec() : 0;
         if (busy)
                 t->st.commands++;
         pthread_mutex_unlock(&t->lock);
@@ -163,7 +157,7 @@ int tpm_resync(TpmThread *t) {
 
 void tpm_lost(TpmThread *t) {
         iver_tpm_disconnect(t->tpm);
-        t->next_connect = tpm_now_usec() + RECONNECT_USEC;
+        t->next_connect = now_usec() + RECONNECT_USEC;
 }
 
 void tpm_try_connect(TpmThread *t) {

@@ -58,7 +58,6 @@ struct TpmThread {
 
 
 /* tpm-ops.c: on the thread, never under t->lock unless said */
-uint64_t tpm_now_usec(void);
 void tpm_notify(TpmThread *t);
 void tpm_publish(TpmThread *t);                 /* under t->lock */
 void tpm_set_busy(TpmThread *t, bool busy);     /* takes t->lock */

@@ -31,13 +31,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
-
 #include "macro.h"
+#include "thread.h"
 #include "tpm-thread-internal.h"
+
+#define JOIN_USEC (2 * 1000000ULL)
 
 static void *run(void *userdata) {
         TpmThread *t = userdata;
@@ -45,7 +46,7 @@ static void *run(void *userdata) {
         pthread_mutex_lock(&t->lock);
         t->next_connect = 0;
         while (!t->stop) {
-                uint64_t now = tpm_now_usec(), wake;
+                uint64_t now = now_usec(), wake;
                 uint32_t mask = t->pcr_mask;
 
                 if (!iver_tpm_is_connected(t->tpm)) {
@@ -112,7 +113,7 @@ static void *run(void *userdata) {
                         pthread_mutex_lock(&t->lock);
                         if (r < 0)
                                 tpm_lost(t);
-                        t->next_health = tpm_now_usec() + HEALTH_USEC;
+                        t->next_health = now_usec() + HEALTH_USEC;
                         tpm_publish(t);
                         if (r < 0 || t->extended < t->n_ents || t->desynced)
                                 tpm_notify(t);
@@ -146,11 +147,9 @@ int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, int list_fd, 
         r = iver_tpm_new(tcti, &t->tpm);
         if (r < 0)
                 goto fail;
-        t->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (t->efd < 0) {
-                r = -errno;
+        t->efd = r = notify_new();
+        if (r < 0)
                 goto fail;
-        }
         t->list_fd = fcntl(list_fd, F_DUPFD_CLOEXEC, 3);
         if (t->list_fd < 0) {
                 r = -errno;
@@ -161,7 +160,7 @@ int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, int list_fd, 
                 goto fail;
         /* the list read back from disk, before the thread's first resync looks at it */
         tpm_thread_push(t, n, size, pcrs);
-        r = -pthread_create(&t->thread, NULL, run, t);
+        r = thread_start(&t->thread, run, t);
         if (r < 0)
                 goto fail;
         t->started = true;
@@ -185,18 +184,9 @@ TpmThread *tpm_thread_free(TpmThread *t) {
         if (!t)
                 return NULL;
         if (t->started) {
-                pthread_mutex_lock(&t->lock);
-                t->stop = true;
-                pthread_cond_signal(&t->cond);
-                pthread_mutex_unlock(&t->lock);
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_sec += 2;
-                if (pthread_timedjoin_np(t->thread, NULL, &ts) != 0) {
-                        /* stuck in a TPM command that never returns: leave it its memory */
-                        pthread_detach(t->thread);
-                        return t;
-                }
+                thread_request_stop(&t->lock, &t->cond, &t->stop);
+                if (thread_join(t->thread, JOIN_USEC) < 0)
+                        return t;       /* stuck in a TPM command that never returns: leave it its memory */
         }
         iver_tpm_free(t->tpm);
         free_jobs(t->todo);
@@ -217,8 +207,7 @@ int tpm_thread_fd(const TpmThread *t) {
 }
 
 void tpm_thread_ack(TpmThread *t) {
-        uint64_t v;
-        (void) !read(t->efd, &v, sizeof(v));
+        notify_ack(t->efd);
 }
 
 void tpm_thread_push(TpmThread *t, size_t n, uint64_t end, uint32_t pcrs) {
@@ -244,7 +233,7 @@ void tpm_thread_state(TpmThread *t, TpmThreadState *ret) {
         pthread_mutex_lock(&t->lock);
         *ret = t->st;
         if (ret->busy)
-                ret->busy_usec = tpm_now_usec() - ret->busy_usec;
+                ret->busy_usec = now_usec() - ret->busy_usec;
         pthread_mutex_unlock(&t->lock);
 }
 

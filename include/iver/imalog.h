@@ -65,9 +65,22 @@
  * every u32 (format detection relies on a first byte < 0x20 too). */
 #define IVER_IMA_PCR_MAX 24
 
+/* The templates iverd writes (ng, sig) and those it reads and replays from a
+ * kernel's list (all four; iverd continues the kernel's list in PCR 10):
+ *   ima-buf: d-ng|n-ng|buf, the buffer measured (a key, the kernel command
+ *            line…), printed in hex after the name like ima-sig's signature;
+ *   ima:     the legacy SHA-1 template d|n. Its binary record has no
+ *            template_data_len; d is the 20-byte digest without "algo:" or a
+ *            length, n is u32 strlen · name (no NUL); its template digest (and
+ *            each bank's) is H(digest · name zero-padded to 256 bytes), no
+ *            field lengths; the ASCII line shows the digest without "sha1:".
+ *            Internally template_data holds the same d-ng/n-ng-shaped fields
+ *            as the others (u32 20 · digest, u32 len · name NUL). */
 typedef enum IverImaTemplate {
         IVER_IMA_TEMPLATE_NG,   /* "ima-ng": d-ng|n-ng */
         IVER_IMA_TEMPLATE_SIG,  /* "ima-sig": d-ng|n-ng|sig */
+        IVER_IMA_TEMPLATE_BUF,  /* "ima-buf": d-ng|n-ng|buf (kernel lists only) */
+        IVER_IMA_TEMPLATE_IMA,  /* "ima": d|n, SHA-1 (kernel lists only) */
         _IVER_IMA_TEMPLATE_MAX,
         _IVER_IMA_TEMPLATE_INVALID = -22, /* -EINVAL */
 } IverImaTemplate;
@@ -103,6 +116,8 @@ typedef struct IverImaEntry {
         size_t path_len;                /* without the NUL */
         const uint8_t *sig;             /* sig field (ima-sig), NULL if empty */
         size_t sig_len;
+        const uint8_t *buf;             /* buf field (ima-buf), NULL if empty */
+        size_t buf_len;
         size_t template_data_len;
         uint8_t template_data[];
 } IverImaEntry;
@@ -118,6 +133,13 @@ int iver_imalog_entry_new(IverImaTemplate template, uint32_t pcr, IverHashAlgo a
                        const char *path, size_t path_len,
                        const uint8_t *sig, size_t sig_len, unsigned flags,
                        IverImaEntry **ret);
+/* An ima-buf entry (a kernel's buffer measurement: keys, the command line):
+ * file digest of buf, name, buf itself. For tests and tools. */
+int iver_imalog_entry_new_buf(uint32_t pcr, IverHashAlgo algo, const char *name, size_t name_len, const uint8_t *buf,
+                              size_t buf_len, IverImaEntry **ret);
+/* A legacy "ima" entry: a SHA-1 file digest and a name of at most 255 bytes. */
+int iver_imalog_entry_new_ima(uint32_t pcr, const uint8_t digest[20], const char *name, size_t name_len,
+                              IverImaEntry **ret);
 /* A violation entry, as ima_add_violation records it: d-ng "<algo>:" NUL and
  * a zero digest of algo's size, the path, empty sig; template digest zero. */
 int iver_imalog_entry_new_violation(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo,
@@ -144,7 +166,7 @@ int iver_imalog_entry_to_binary(const IverImaEntry *e, uint8_t *buf, size_t size
  * used (> 0); -ENODATA if buf ends inside the record (truncated: more bytes
  * are needed); -EBADMSG if the bytes are not a valid record (bad lengths,
  * fields, or a template digest that does not match the data);
- * -EOPNOTSUPP for a template other than ima-ng/ima-sig or an unknown hash. */
+ * -EOPNOTSUPP for a template other than the four above or an unknown hash. */
 int iver_imalog_entry_from_binary(const uint8_t *buf, size_t size, IverImaEntry **ret);
 
 /* The length a binary record at the start of buf claims (from its length

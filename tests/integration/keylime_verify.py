@@ -5,11 +5,15 @@ IMA measurement list in the ASCII format (ascii_runtime_measurements), for
 tests: python3 standard library only, no code of iverd.
 
 For every line  `PCR template-hash template-name algo:filehash path [sig]`:
-  * rebuild the template_data bytes of ima-ng / ima-sig from the fields:
+  * rebuild the template_data bytes of ima-ng / ima-sig / ima-buf from the fields:
       d-ng = u32 len | "<algo>:" NUL digest
       n-ng = u32 len | path NUL                (len includes the NUL)
       sig  = u32 len | signature bytes         (ima-sig only; may be empty)
-    (little-endian lengths, as on x86);
+      buf  = u32 len | buffer bytes            (ima-buf only)
+    (little-endian lengths, as on x86); for the legacy "ima" template
+    (`10 <hash> ima <sha1 hex> <path>`) the hashed data is the digest and the
+    path zero-padded to 256 bytes, without lengths (the kernel's
+    ima_calc_field_array_hash), as written by a kernel whose list iverd continues;
   * recompute the template hash, SHA-1(template_data), and require it to be
     the line's (an all-zero template hash is a violation: kept as is);
   * replay into one running value per PCR bank: v = H_bank(v | H_bank(template_data)),
@@ -41,7 +45,8 @@ import struct
 import sys
 
 BANK_SIZES = {"sha1": 20, "sha256": 32, "sha384": 48, "sha512": 64}
-LINE_RE = re.compile(rb"^ *(\d+) ([0-9a-f]{40}) (ima-ng|ima-sig) ([a-z0-9_-]+):([0-9a-f]+) (.*)$")
+LINE_RE = re.compile(rb"^ *(\d+) ([0-9a-f]{40}) (ima-ng|ima-sig|ima-buf) ([a-z0-9_-]+):([0-9a-f]+) (.*)$")
+IMA_RE = re.compile(rb"^ *(\d+) ([0-9a-f]{40}) ima ([0-9a-f]{40}) (.*)$")
 
 
 class Rejected(Exception):
@@ -68,13 +73,15 @@ def keylime_fields(lineno: int, raw: bytes):
     if len(tokens) != 5:
         raise Rejected(f"line {lineno}: {len(tokens)} fields: {text[:120]!r}")
     pcr, thash, tname, dig, rest = tokens
-    if not pcr.isdigit() or not re.fullmatch("[0-9a-f]{40}", thash) or tname not in ("ima-ng", "ima-sig"):
+    if tname == "ima" and pcr.isdigit() and re.fullmatch("[0-9a-f]{40}", dig):
+        return pcr.encode(), thash.encode(), b"ima", b"sha1", dig.encode(), rest.encode(), b""
+    if not pcr.isdigit() or not re.fullmatch("[0-9a-f]{40}", thash) or tname not in ("ima-ng", "ima-sig", "ima-buf"):
         raise Rejected(f"line {lineno}: bad fixed fields: {text[:120]!r}")
     algo, _, hx = dig.partition(":")
     if not re.fullmatch("[0-9a-f]+", hx):
         raise Rejected(f"line {lineno}: bad digest field {dig!r}")
     sig = ""
-    if tname == "ima-sig":
+    if tname in ("ima-sig", "ima-buf"):
         parts = rest.split(" ", maxsplit=1)
         if len(parts) != 2:
             raise Rejected(f"line {lineno}: ima-sig line without a signature field")
@@ -89,9 +96,13 @@ def parse_line(lineno: int, raw: bytes):
         pcr, th, tn, algo, hx, path, sig_hex = keylime_fields(lineno, raw)
         return rebuild(lineno, int(pcr), bytes.fromhex(th.decode()), tn.decode(), algo, bytes.fromhex(hx.decode()),
                        [(path, bytes.fromhex(sig_hex.decode()))])
+    m = IMA_RE.match(raw)
+    if m:
+        return rebuild(lineno, int(m.group(1)), bytes.fromhex(m.group(2).decode()), "ima", b"sha1",
+                       bytes.fromhex(m.group(3).decode()), [(m.group(4), b"")])
     m = LINE_RE.match(raw)
     if not m:
-        raise Rejected(f"line {lineno}: not an ima-ng/ima-sig line: {raw[:120]!r}")
+        raise Rejected(f"line {lineno}: not an ima-ng/ima-sig/ima-buf/ima line: {raw[:120]!r}")
     pcr = int(m.group(1))
     thash = bytes.fromhex(m.group(2).decode())
     tname = m.group(3).decode()
@@ -116,8 +127,13 @@ def parse_line(lineno: int, raw: bytes):
 
 def rebuild(lineno, pcr, thash, tname, algo, fdigest, candidates):
     for path, sig in candidates:
-        td = field(algo + b":\0" + fdigest) + field(path + b"\0")
-        if tname == "ima-sig":
+        if tname == "ima":
+            if len(path) > 255 or len(fdigest) != 20:
+                raise Rejected(f"line {lineno}: not a valid ima template entry")
+            td = fdigest + path.ljust(256, b"\0")
+        else:
+            td = field(algo + b":\0" + fdigest) + field(path + b"\0")
+        if tname in ("ima-sig", "ima-buf"):
             td += field(sig)
         violation = thash == bytes(20)
         if not violation and hashlib.sha1(td).digest() != thash:
