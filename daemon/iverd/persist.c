@@ -27,6 +27,15 @@
 
 #define SNAPSHOT_FILE "cache.snap"
 
+/* The boot key's description in @u. IVERD_TEST_SNAPSHOT_KEY names another
+ * one: the key is one per boot for the whole host, so a test that removes or
+ * replaces it (to play a reboot or a forger) would make every other iverd
+ * running then discard its next snapshot; such a test uses a key of its own. */
+static const char *key_desc(void) {
+        const char *e = getenv("IVERD_TEST_SNAPSHOT_KEY");
+        return e && *e ? e : IVER_SNAPSHOT_KEY_DESC;
+}
+
 static char *snapshot_path(const Manager *m) {
         char *p;
         if (asprintf(&p, "%s/%s", m->conf.state_directory, SNAPSHOT_FILE) < 0)
@@ -80,11 +89,11 @@ void persist_load(Manager *m) {
                 log_warning_errno(r, "Cannot read the boot id: %m; snapshots disabled");
                 goto out;
         }
-        r = iver_bootkey_get(IVER_SNAPSHOT_KEY_DESC, 0, key);
+        r = iver_bootkey_get(key_desc(), 0, key);
         if (r == -ENOKEY) {
                 if (exists)
                         discard(path, "no snapshot key in the kernel keyring: written in another boot");
-                r = iver_bootkey_get(IVER_SNAPSHOT_KEY_DESC, 1, key);
+                r = iver_bootkey_get(key_desc(), 1, key);
                 if (r < 0)
                         log_warning_errno(r, "Cannot create the snapshot key in the kernel keyring: %m; snapshots disabled");
                 else
@@ -150,7 +159,7 @@ int persist_save(Manager *m) {
         (void) evidence_commit(m->evidence);
         int r = scope_id(m, boot);
         if (r >= 0)
-                r = iver_bootkey_get(IVER_SNAPSHOT_KEY_DESC, 1, key);
+                r = iver_bootkey_get(key_desc(), 1, key);
         if (r >= 0)
                 r = iver_snapshot_write(path, iver_context_cache(m->ctx), k, boot, key);
         memset(key, 0, sizeof(key));

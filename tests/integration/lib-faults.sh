@@ -88,7 +88,7 @@ faults_init() { # name
         [[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root"; exit 77; }
         local b t
         for b in "$IVERD" "$IVERCTL"; do [[ -x $b ]] || { echo "FAIL: $b not built (set IVER_BUILD_DIR)"; exit 1; }; done
-        for t in python3 sha256sum openssl; do command -v "$t" >/dev/null || { echo "FAIL: $t not found"; exit 1; }; done
+        for t in python3 sha256sum openssl keyctl; do command -v "$t" >/dev/null || { echo "FAIL: $t not found"; exit 1; }; done
         D=$(mktemp -d "/tmp/iver-faults-$1.XXXXXX")
         chmod 0755 "$D"
         trap faults_cleanup EXIT
@@ -96,6 +96,10 @@ faults_init() { # name
         trap 'exit 143' TERM
         trap 'exit 129' HUP
         export IVERD_SOCKET=$D/run/iverd.sock TSS2_LOG=all+none
+        # a snapshot key of our own (removed at exit): a ledger check must not
+        # depend on what other programs on the host do with iverd's boot key
+        export IVERD_TEST_SNAPSHOT_KEY=iverd:snapshot-hmac-${D##*/}
+        on_cleanup 'while id=$(keyctl search @u user "$IVERD_TEST_SNAPSHOT_KEY" 2>/dev/null); do keyctl unlink "$id" @u >/dev/null || break; done'
         RUN=$D/run
         mkdir -p "$D/run" "$D/state" "$D/tpm" "$D/tree"
         write_py

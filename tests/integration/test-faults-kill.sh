@@ -88,7 +88,11 @@ for ((t = 1; t <= TRIALS; t++)); do
         grep -q "torn record" "$D/iverd.log" && K_TORN=$(grep -c "torn record" "$D/iverd.log")
         ctl stats --json >"$D/now.json"
         back=$(py ledger_ge "$D/base.json" "$D/now.json")
-        [[ $back == ok ]] || { fail "trial $t: ledger went backwards past the last snapshot: $back"; K_LEDGER=$((K_LEDGER + 1)); }
+        if [[ $back != ok ]]; then
+                fail "trial $t: ledger went backwards past the last snapshot: $back"
+                K_LEDGER=$((K_LEDGER + 1))
+                grep -h "snapshot" "$D/iverd.log" | tail -n 3 | sed 's/^/    /'
+        fi
         if ((t % 25 == 0)); then   # clean stop + start: a new snapshot, a new base
                 cp "$D/now.json" "$D/base.json"
                 stop_iverd
