@@ -37,15 +37,28 @@ int fstrack_new(Manager *m, FsTrack **ret) {
                 return -ENOMEM;
         t->m = m;
         t->ignores_ok = true;
-        t->fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | FAN_REPORT_FID | FAN_CLOEXEC | FAN_NONBLOCK,
-                              O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+        /* unlimited (CAP_SYS_ADMIN; the kernel charges the daemon's memory):
+         * a write storm cannot make it lose events; else overflows are
+         * handled by fstrack_overflowed() */
+        unsigned flags = FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | FAN_REPORT_FID | FAN_CLOEXEC | FAN_NONBLOCK;
+        bool bounded = getenv("IVERD_TEST_BOUNDED_QUEUE"); /* test knob: as without CAP_SYS_ADMIN */
+        t->fd = bounded ? -1 : fanotify_init(flags | FAN_UNLIMITED_QUEUE, O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+        t->unlimited = t->fd >= 0;
+        if (t->fd < 0 && (bounded || errno == EPERM))
+                t->fd = fanotify_init(flags, O_RDONLY | O_LARGEFILE | O_CLOEXEC);
         if (t->fd < 0) {
                 t->init_error = errno;
                 log_notice("Whole-filesystem tracking unavailable (fanotify with file handles: %s): inotify watches; "
                            "every changed file is re-hashed", strerror(errno));
         } else {
                 int r = sd_event_add_io(m->event, &t->source, t->fd, EPOLLIN, fstrack_on_events, t);
+                /* after uses and finished measurements (a write storm must not
+                 * delay an exec held for its measurement), before scan work;
+                 * checks drain the queue first anyway (fstrack_sync) */
+                if (r >= 0)
+                        r = sd_event_source_set_priority(t->source, SD_EVENT_PRIORITY_NORMAL + 10);
                 if (r < 0) {
+                        sd_event_source_disable_unref(t->source);
                         close(t->fd);
                         free(t);
                         return r;
@@ -65,6 +78,7 @@ FsTrack *fstrack_free(FsTrack *t) {
                 free(t->fs[i].mount);
         fstrack_caches_clear(t);
         sd_event_source_disable_unref(t->source);
+        sd_event_source_disable_unref(t->rescan_timer);
         if (t->fd >= 0)
                 close(t->fd);
         free(t);
@@ -251,6 +265,39 @@ void fstrack_coverage_break(FsTrack *t, FsTrackMode mode) {
                 flag_written(t, NULL);
                 t->flagged_seq = t->drain_seq;
         }
+}
+
+static void overflow_rescan(FsTrack *t) {
+        log_warning("fanotify queue overflowed (%u times since the last rescan for it): events were lost, rescanning",
+                    t->overflows_pending);
+        t->overflows_pending = 0;
+        t->overflow_rescan_usec = now_usec();
+        (void) manager_rescan(t->m);
+}
+
+static int on_rescan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        FsTrack *t = userdata;
+        if (t->overflows_pending > 0)
+                overflow_rescan(t);
+        return 0;
+}
+
+void fstrack_overflowed(FsTrack *t) {
+        t->overflows++;
+        t->overflows_pending++;
+        fstrack_coverage_break(t, FSTRACK_FANOTIFY);
+        uint64_t now = now_usec();
+        if (t->overflow_rescan_usec == 0 || now >= t->overflow_rescan_usec + FSTRACK_OVERFLOW_RESCAN_USEC) {
+                overflow_rescan(t);
+                return;
+        }
+        /* one rescan at the end of the interval covers every overflow in it */
+        uint64_t at = t->overflow_rescan_usec + FSTRACK_OVERFLOW_RESCAN_USEC;
+        if (t->rescan_timer) {
+                (void) sd_event_source_set_time(t->rescan_timer, at);
+                (void) sd_event_source_set_enabled(t->rescan_timer, SD_EVENT_ONESHOT);
+        } else if (sd_event_add_time(t->m->event, &t->rescan_timer, CLOCK_MONOTONIC, at, 0, on_rescan_timer, t) < 0)
+                overflow_rescan(t); /* no timer: rescan now rather than never */
 }
 
 void fstrack_policy_changed(FsTrack *t) {

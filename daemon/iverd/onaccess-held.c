@@ -19,6 +19,7 @@
 
 #include "checker.h"
 #include "log.h"
+#include "macro.h"
 #include "manager.h"
 #include "onaccess-internal.h"
 #include "thread.h"
@@ -51,7 +52,7 @@ Waiter *oa_push(OnAccess *o, int fd, WaiterState state, bool exec) {
                 o->cap = cap;
         }
         Waiter *w = &o->w[o->n++];
-        *w = (Waiter) { .id = __atomic_add_fetch(&o->next_id, 1, __ATOMIC_RELAXED), .fd = fd, .state = state, .exec = exec, .answered = state == W_NOTE,
+        *w = (Waiter) { .id = __atomic_add_fetch(&o->next_id, 1, __ATOMIC_RELAXED), .fd = fd, .state = state, .exec = exec,
                         .deadline = now_usec() + o->timeout_usec };
         return w;
 }
@@ -122,33 +123,44 @@ void *oa_thread_main(void *arg) {
         return NULL;
 }
 
-/* On the loop: what the thread handed over (uses, timeouts, notes). */
+/* On the loop: a violation entry for each use allowed without a check
+ * (named by what the thread knew of it), and one for a queue overflow. */
+static void list_unchecked(OnAccess *o) {
+        Unchecked u[64];
+        size_t n;
+        uint64_t lost;
+        bool overflowed;
+        do {
+                pthread_mutex_lock(&o->lock);
+                n = MIN(o->n_unchecked, ELEMENTSOF(u));
+                o->n_unchecked -= n;
+                memcpy(u, o->unchecked_uses + o->n_unchecked, n * sizeof(Unchecked));
+                lost = o->unchecked_lost;
+                o->unchecked_lost = 0;
+                overflowed = o->overflowed;
+                o->overflowed = false;
+                pthread_mutex_unlock(&o->lock);
+                for (size_t i = 0; i < n; i++) {
+                        checker_unchecked_use(o->m, u[i].path, u[i].dev, u[i].ino, u[i].exec,
+                                              "unmeasured: used before measured (too many waiting)");
+                        free(u[i].path);
+                }
+                if (lost > 0)
+                        checker_unchecked_use(o->m, NULL, 0, 0, true, "unmeasured: uses allowed unchecked (too many waiting)");
+                if (overflowed)
+                        checker_unchecked_use(o->m, NULL, 0, 0, true, "unmeasured: uses allowed by the kernel (on-access queue overflow)");
+        } while (n == ELEMENTSOF(u));
+}
+
+/* On the loop: what the thread handed over (uses, timeouts, unchecked). */
 int oa_on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         OnAccess *o = userdata;
         notify_ack(fd);
+        list_unchecked(o);
         pthread_mutex_lock(&o->lock);
-        if (o->overflowed) {
-                o->overflowed = false;
-                pthread_mutex_unlock(&o->lock);
-                log_warning("fanotify queue overflowed: rescanning");
-                (void) manager_rescan(o->m);
-                pthread_mutex_lock(&o->lock);
-        }
         for (size_t i = 0; i < o->n;) {
                 Waiter *w = &o->w[i];
                 char path[PATH_MAX + 1];
-                if (w->state == W_NOTE) {
-                        int nfd = w->fd;
-                        w->fd = -1; /* ours now */
-                        drop(o, i);
-                        pthread_mutex_unlock(&o->lock);
-                        if (oa_fd_path(nfd, path, sizeof(path)) >= 0)
-                                oa_note_closed(o, nfd, path);
-                        close(nfd);
-                        pthread_mutex_lock(&o->lock);
-                        i = 0;
-                        continue;
-                }
                 if (w->state == W_NEW) {
                         uint64_t id = w->id;
                         int efd = w->fd;
@@ -251,6 +263,8 @@ void oa_stop(OnAccess *o) {
         }
         while (o->n > 0)
                 drop(o, o->n - 1);
+        while (o->n_unchecked > 0)
+                free(o->unchecked_uses[--o->n_unchecked].path);
         close(o->fd);
         o->fd = -1;
 }

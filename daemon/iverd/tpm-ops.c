@@ -29,6 +29,12 @@ void tpm_publish(TpmThread *t) {
         t->st.extended = t->extended;
         t->st.desynced = t->desynced;
         t->st.poisoned = t->poison_done;
+        if (t->share) {
+                t->st.served_entries = iver_imalog_file_count(t->share->served);
+                t->st.served_bytes = iver_imalog_file_size(t->share->served);
+                t->st.kernel_served = t->share->k_served;
+                t->st.unplaced = t->share->unplaced;
+        }
         const char *e = iver_tpm_last_error(t->tpm);
         snprintf(t->st.error, sizeof(t->st.error), "%s", e ? e : "");
 }
@@ -107,6 +113,10 @@ static int match_list(TpmThread *t, const IverPcrValue *values, size_t nv, uint6
 
 /* Read every used PCR in every extended bank, find the one point of the list
  * they hold, and set the extend cursor and the expected values there. */
+IverHashAlgo tpm_health_bank(unsigned banks) {
+        return (banks & IVER_TPM_BANK(IVER_HASH_SHA256)) ? IVER_HASH_SHA256 : (IverHashAlgo) __builtin_ctz(banks);
+}
+
 int tpm_resync(TpmThread *t) {
         IverPcrValue values[_IVER_HASH_MAX * IVER_IMA_PCR_MAX];
         size_t nv = 0, prefix = 0;
@@ -115,6 +125,8 @@ int tpm_resync(TpmThread *t) {
         unsigned banks = tpm_extend_banks(t);
         int r;
 
+        if (t->share)
+                return tpm_share_resync(t);
         pthread_mutex_lock(&t->lock);
         end = t->durable_end;
         mask = t->pcr_mask;
@@ -139,7 +151,7 @@ int tpm_resync(TpmThread *t) {
         r = match_list(t, values, nv, end, &prefix, &offset);
         if (r < 0 && r != -ENOENT)
                 return r;
-        t->health_bank = (banks & IVER_TPM_BANK(IVER_HASH_SHA256)) ? IVER_HASH_SHA256 : (IverHashAlgo) __builtin_ctz(banks);
+        t->health_bank = tpm_health_bank(banks);
         t->desynced = r < 0;
         t->expected_mask = mask;
         for (size_t i = 0; i < nv; i++)
@@ -178,7 +190,7 @@ void tpm_try_connect(TpmThread *t) {
 
 /* Extend one digest set into pcr (all extended banks) and keep the expected
  * health value in step. */
-static int extend_digests(TpmThread *t, unsigned pcr, const IverDigest *d, size_t n) {
+int tpm_extend_digests(TpmThread *t, unsigned pcr, const IverDigest *d, size_t n) {
         tpm_set_busy(t, true);
         int r = iver_tpm_extend(t->tpm, pcr, d, n);
         tpm_set_busy(t, false);
@@ -210,7 +222,9 @@ int tpm_extend_next(TpmThread *t, uint64_t end) {
                                 return r;
                         n++;
                 }
-        return extend_digests(t, ent->pcr, d, n);
+        if (t->share)
+                return tpm_share_extend(t, ent, d, n);
+        return tpm_extend_digests(t, ent->pcr, d, n);
 }
 
 int tpm_poison(TpmThread *t, uint32_t mask) {
@@ -222,7 +236,7 @@ int tpm_poison(TpmThread *t, uint32_t mask) {
                         poison_digest((IverHashAlgo) b, &d[n++]);
         for (unsigned p = 0; p < IVER_IMA_PCR_MAX; p++)
                 if (mask & (1u << p)) {
-                        int r = extend_digests(t, p, d, n);
+                        int r = tpm_extend_digests(t, p, d, n);
                         if (r < 0)
                                 return r;
                 }
@@ -234,6 +248,16 @@ int tpm_poison(TpmThread *t, uint32_t mask) {
 int tpm_health_check(TpmThread *t, uint32_t mask) {
         if (!t->desynced && !t->expected_valid)
                 return 0;
+        if (t->share && t->share->unplaced)
+                /* broken for good: the shared PCR is not looked at again */
+                mask &= ~(1u << t->share->pcr);
+        else if (t->share && !t->desynced) {
+                /* the kernel extends the shared PCR too: serve what it added */
+                int r = tpm_share_check(t, true);
+                if (r < 0 || t->desynced)
+                        return r;
+                mask &= ~(1u << t->share->pcr);
+        }
         for (unsigned p = 0; p < IVER_IMA_PCR_MAX; p++) {
                 IverDigest now;
                 if (!(mask & t->expected_mask & (1u << p)))
@@ -274,6 +298,10 @@ void tpm_do_quote(TpmThread *t, QuoteJob *q, uint32_t mask) {
                 tpm_set_busy(t, true);
                 r = iver_tpm_quote(t->tpm, mask, q->bank_mask ? q->bank_mask : banks, q->nonce, q->nonce_len, &q->quote);
                 tpm_set_busy(t, false);
+                /* the kernel may have extended before the quote: the list the
+                 * client reads after it must hold that */
+                if (r >= 0 && t->share)
+                        (void) tpm_share_check(t, false);
         }
         if (r < 0) {
                 q->error = r;

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernel-ima.h"
 #include "macro.h"
 #include "thread.h"
 #include "tpm-thread-internal.h"
@@ -107,6 +108,18 @@ static void *run(void *userdata) {
                         if (r < 0 || t->extended == t->n_ents || t->extended % NOTIFY_EVERY == 0)
                                 tpm_notify(t);
                         continue;
+                } else if (t->share && !t->desynced && now >= t->share->next_poll) {
+                        size_t before = t->share->k_served;
+                        pthread_mutex_unlock(&t->lock);
+                        int r = tpm_share_check(t, false);
+                        pthread_mutex_lock(&t->lock);
+                        if (r < 0)
+                                tpm_lost(t);
+                        t->share->next_poll = now_usec() + SHARE_POLL_USEC;
+                        tpm_publish(t);
+                        if (r < 0 || t->share->k_served != before || t->desynced)
+                                tpm_notify(t);
+                        continue;
                 } else if (now >= t->next_health) {
                         pthread_mutex_unlock(&t->lock);
                         int r = tpm_health_check(t, mask);
@@ -119,7 +132,8 @@ static void *run(void *userdata) {
                                 tpm_notify(t);
                         continue;
                 } else
-                        wake = t->next_health;
+                        wake = t->share && !t->desynced && t->share->next_poll < t->next_health ? t->share->next_poll
+                                                                                                  : t->next_health;
 
                 struct timespec ts = { .tv_sec = (time_t) (wake / 1000000ULL), .tv_nsec = (long) (wake % 1000000ULL) * 1000 };
                 (void) pthread_cond_timedwait(&t->cond, &t->lock, &ts);
@@ -128,8 +142,29 @@ static void *run(void *userdata) {
         return NULL;
 }
 
+static int share_new(IverImaFile *served, const char *kernel_dir, unsigned pcr, TpmShare **ret) {
+        TpmShare *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->pcr = pcr;
+        s->kdir = strdup(kernel_dir);
+        s->kfd = kernel_ima_open(kernel_dir);
+        if (!s->kdir || s->kfd < 0) {
+                int r = s->kdir ? s->kfd : -ENOMEM;
+                tpm_share_free(s);
+                return r;
+        }
+        s->served = served;
+        *ret = s;
+        return 0;
+}
+
+const IverImaFile *tpm_thread_served(const TpmThread *t) {
+        return t && t->share ? t->share->served : NULL;
+}
+
 int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, int list_fd, size_t n, uint64_t size,
-                   uint32_t pcrs, TpmThread **ret) {
+                   uint32_t pcrs, IverImaFile *served, const char *kernel_dir, TpmThread **ret) {
         TpmThread *t = calloc(1, sizeof(*t));
         pthread_condattr_t ca;
         int r;
@@ -158,6 +193,11 @@ int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, int list_fd, 
         r = iver_imalog_reader_new(t->list_fd, 0, &t->reader);
         if (r < 0)
                 goto fail;
+        if (served) {
+                r = share_new(served, kernel_dir, pcr, &t->share);
+                if (r < 0)
+                        goto fail;
+        }
         /* the list read back from disk, before the thread's first resync looks at it */
         tpm_thread_push(t, n, size, pcrs);
         r = thread_start(&t->thread, run, t);
@@ -167,6 +207,8 @@ int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, int list_fd, 
         *ret = t;
         return 0;
 fail:
+        if (t->share)
+                t->share->served = NULL;        /* the caller's until success */
         tpm_thread_free(t);
         return r;
 }
@@ -192,6 +234,7 @@ TpmThread *tpm_thread_free(TpmThread *t) {
         free_jobs(t->todo);
         free_jobs(t->done);
         iver_imalog_reader_free(t->reader);
+        tpm_share_free(t->share);
         if (t->list_fd >= 0)
                 close(t->list_fd);
         if (t->efd >= 0)
