@@ -138,6 +138,7 @@ static void outcome_reset(IverCheckOutcome *out) {
         out->digest.algo = _IVER_HASH_INVALID;
         out->digest.len = 0;
         out->metadata_only = false;
+        out->other_name = false;
         out->reason = _IVER_REASON_INVALID;
         out->cookie = (IverCookie) { .source = _IVER_COOKIE_INVALID };
         out->id = (IverIdentity) {};
@@ -204,6 +205,11 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
                 iver_ledger_account(ctx->ledger, &v, st.size, 0, 0, 0, path);
                 out->result = IVER_CHECK_HIT;
                 out->metadata_only = reason == IVER_REASON_METADATA_ONLY;
+                /* one entry per inode, under one of its names: a hard link's
+                 * other name hits without a hash (the inode's content is on
+                 * record), and the caller lists it under its own name. Only
+                 * for nlink > 1: the lookup by path costs on every hit. */
+                out->other_name = st.nlink > 1 && iver_cache_find_path(ctx->cache, path, strlen(path)) != idx;
                 out->verdict = v;
                 out->digest = e.digest;
                 out->idx = idx;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "appraisal.h"
+#include "macro.h"
 #include "pathfd.h"
 #include "workers.h"
 
@@ -32,6 +33,7 @@
 #define BATCH_MAX 16U                  /* small jobs taken per lock */
 #define BATCH_FILE_BYTES (256U << 10)  /* only files this small are taken in batches */
 #define STAGE_MAX 64U                  /* staged jobs are flushed at this many anyway */
+#define HASHING_BUCKETS 1024U          /* index of hard-linked inodes being hashed */
 
 typedef struct List {
         Job *head, *tail;
@@ -49,6 +51,7 @@ struct Workers {
         /* loop thread only */
         List stage;
         size_t light;                   /* small jobs handed over and not yet taken back */
+        Job *hashing[HASHING_BUCKETS];  /* jobs of inodes with nlink > 1 in the workers' hands */
         unsigned n;
         pthread_t threads[];
 };
@@ -339,6 +342,10 @@ int workers_new(unsigned n, Workers **ret) {
 void job_free(Job *j) {
         if (!j)
                 return;
+        for (Job *f; (f = j->followers);) {
+                j->followers = f->next;
+                job_free(f);
+        }
         stat_batch_free(j->stat);
         free(j->sig);
         generation_unref(j->gen);
@@ -380,14 +387,72 @@ unsigned workers_count(const Workers *w) {
         return w->n;
 }
 
+static Job **hashing_bucket(Workers *w, uint32_t dev, uint64_t ino) {
+        return &w->hashing[mix64(ino ^ ((uint64_t) dev << 40)) & (HASHING_BUCKETS - 1)];
+}
+
+static void hashing_add(Workers *w, Job *j) {
+        if (j->by_fd || j->pending.st.nlink <= 1)
+                return;
+        Job **b = hashing_bucket(w, j->pending.st.dev, j->pending.st.ino);
+        j->hashing_next = *b;
+        *b = j;
+        j->hashing = true;
+}
+
+static void hashing_remove(Workers *w, Job *j) {
+        if (!j->hashing)
+                return;
+        for (Job **p = hashing_bucket(w, j->pending.st.dev, j->pending.st.ino); *p; p = &(*p)->hashing_next)
+                if (*p == j) {
+                        *p = j->hashing_next;
+                        break;
+                }
+        j->hashing = false;
+        j->hashing_next = NULL;
+}
+
+static bool same_observation(const IverPending *a, const IverPending *b) {
+        IverCookie ca = iver_cookie_from_stat(a->source, &a->st), cb = iver_cookie_from_stat(b->source, &b->st);
+        return a->st.dev == b->st.dev && a->st.ino == b->st.ino && a->st.gen == b->st.gen &&
+               a->algo == b->algo && iver_cookie_equal(&ca, &cb);
+}
+
+void workers_finished(Workers *w, Job *j) {
+        hashing_remove(w, j);
+        for (Job *f = j->followers; f; f = f->next)
+                if (f->light) {
+                        f->light = false;
+                        w->light--;
+                }
+}
+
 void workers_submit(Workers *w, Job *j) {
         j->big = j->pending.st.size >= BIG_FILE_BYTES;
         j->light = !j->big;
         if (j->light)
                 w->light++;
+        hashing_add(w, j);
         append(&w->stage, j);
         if (w->stage.n >= STAGE_MAX)
                 workers_flush(w);
+}
+
+bool workers_submit_or_follow(Workers *w, Job *j) {
+        if (!j->by_fd && j->pending.st.nlink > 1)
+                for (Job *l = *hashing_bucket(w, j->pending.st.dev, j->pending.st.ino); l; l = l->hashing_next)
+                        if (same_observation(&l->pending, &j->pending) &&
+                            l->opt.read_ima_xattr == j->opt.read_ima_xattr) {
+                                /* counted in the window like a job: a walk of many
+                                 * names of one inode does not run ahead unbounded */
+                                j->light = true;
+                                w->light++;
+                                j->next = l->followers;
+                                l->followers = j;
+                                return true;
+                        }
+        workers_submit(w, j);
+        return false;
 }
 
 void workers_flush(Workers *w) {
