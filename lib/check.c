@@ -10,6 +10,7 @@
 #include "iver/check.h"
 #include "check-internal.h"
 #include "macro.h"
+#include "pseudofs.h"
 
 
 
@@ -249,11 +250,15 @@ bool iver_check_peek(const IverContext *ctx, const IverStat *st) {
 }
 
 IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const IverPending *pending) {
+        /* the cookie table knows each filesystem's type once: no fstatfs a file */
+        uint64_t magic = iver_cookie_table_fs_magic(ctx->cookies, pending->st.dev);
         return (IverMeasureOptions) {
                 .algo = pending->algo,
                 .source = pending->source,
                 .statx = ctx->opt.statx,
                 .getversion = (int8_t) iver_cookie_table_getversion(ctx->cookies, pending->st.dev),
+                .fs_dev_checked = magic != 0 && !iver_fs_is_pseudo(magic, NULL),
+                .fs_dev = pending->st.dev,
         };
 }
 

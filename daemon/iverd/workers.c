@@ -117,14 +117,18 @@ int workers_measure_link(const char *path, const IverMeasureOptions *opt, IverMe
         return r;
 }
 
-/* The parent directory of the last job of a batch, kept for the next one:
- * jobs of a batch are mostly siblings (one openat2 for all). Only within a
- * batch (milliseconds), so a directory swapped for a symlink meanwhile costs at
- * most that batch's files measured at their old place. */
+/* The parent directory of a worker's last job, kept for the next one: jobs
+ * come mostly as siblings (one openat2 for all). Kept for DIR_CACHE_NS at
+ * most, and never while the worker waits for work (an idle daemon pins no
+ * directory: an unmount is not refused), so a directory swapped for a symlink
+ * meanwhile costs at most a few milliseconds' files measured at their old
+ * place. */
+#define DIR_CACHE_NS (50 * 1000 * 1000LL)
 typedef struct DirCache {
         char *dir;
         size_t len;
         int fd;
+        int64_t opened_at;     /* iver_now_ns() */
 } DirCache;
 
 static void dir_cache_done(DirCache *c) {
@@ -132,6 +136,11 @@ static void dir_cache_done(DirCache *c) {
         if (c->fd >= 0)
                 close(c->fd);
         *c = (DirCache) { .fd = -EBADF };
+}
+
+static void dir_cache_expire(DirCache *c) {
+        if (c->fd >= 0 && iver_now_ns() - c->opened_at > DIR_CACHE_NS)
+                dir_cache_done(c);
 }
 
 /* The parent directory of path, from the cache or opened (and cached). */
@@ -150,7 +159,7 @@ static int dir_of(DirCache *c, const char *path, const char **ret_name) {
                         return fd == -ELOOP ? -ENOTDIR : fd;
                 }
                 dir_cache_done(c);
-                *c = (DirCache) { .dir = dir, .len = len, .fd = fd };
+                *c = (DirCache) { .dir = dir, .len = len, .fd = fd, .opened_at = iver_now_ns() };
         }
         *ret_name = slash + 1;
         return c->fd;
@@ -198,15 +207,14 @@ static bool run(Workers *w, Job *j, DirCache *c) {
 /* Run a batch; jobs that turned out big move to *ret_big. A batch of small
  * files costs one pair of CPU clock reads, shared out by bytes hashed (the
  * ledger's hash_cpu_ns stays a sum of what was spent). */
-static void run_batch(Workers *w, List *batch, List *ret_big) {
-        DirCache c = { .fd = -EBADF };
+static void run_batch(Workers *w, DirCache *c, List *batch, List *ret_big) {
         bool timed = batch->n > 1;
         int64_t cpu0 = timed ? iver_thread_cpu_ns() : 0;
         uint64_t bytes = 0;
         List done = {};
         for (Job *j; (j = take(batch));) {
                 j->opt.no_cpu_time = timed;
-                if (!run(w, j, &c)) {
+                if (!run(w, j, c)) {
                         append(ret_big, j);
                         continue;
                 }
@@ -215,7 +223,6 @@ static void run_batch(Workers *w, List *batch, List *ret_big) {
                         bytes += j->m.bytes_hashed + 1;
         }
         *batch = done;
-        dir_cache_done(&c);
         if (!timed || bytes == 0)
                 return;
         int64_t spent = iver_thread_cpu_ns() - cpu0;
@@ -248,8 +255,14 @@ StatBatch *stat_batch_free(StatBatch *b) {
 
 static void *worker_main(void *arg) {
         Workers *w = arg;
+        DirCache c = { .fd = -EBADF };
         pthread_mutex_lock(&w->lock);
         for (;;) {
+                if (!has_work(w) && c.fd >= 0) {
+                        pthread_mutex_unlock(&w->lock);
+                        dir_cache_done(&c); /* nothing to do: pin no directory */
+                        pthread_mutex_lock(&w->lock);
+                }
                 while (!has_work(w) && !w->stopping)
                         pthread_cond_wait(&w->cond, &w->lock);
                 if (w->stopping)
@@ -287,7 +300,8 @@ static void *worker_main(void *arg) {
                 pthread_mutex_unlock(&w->lock);
 
                 List grew = {};
-                run_batch(w, &batch, &grew);
+                dir_cache_expire(&c);
+                run_batch(w, &c, &batch, &grew);
 
                 pthread_mutex_lock(&w->lock);
                 list_splice(&w->big, &grew);
@@ -303,6 +317,7 @@ static void *worker_main(void *arg) {
                 }
         }
         pthread_mutex_unlock(&w->lock);
+        dir_cache_done(&c);
         return NULL;
 }
 
