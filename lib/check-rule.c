@@ -75,6 +75,16 @@ static bool lease_free(int dirfd, const char *path, const IverStat *st) {
  * Without the hook (no whole-filesystem tracking) every cookie move re-hashes. */
 #define UNTRUSTED_FLAGS (IVER_ENTRY_PROVISIONAL | IVER_ENTRY_RACY | IVER_ENTRY_UNSTABLE | IVER_ENTRY_STALE)
 
+int iver_check_entry_reason(const IverEntry *e, const IverCookie *now, IverHashAlgo algo) {
+        if ((e->flags & (IVER_ENTRY_MEASURED | UNTRUSTED_FLAGS)) != IVER_ENTRY_MEASURED)
+                return IVER_REASON_NOT_TRUSTED;
+        if (e->digest.algo != algo)
+                return IVER_REASON_ALGORITHM;
+        IverCookie old = { .source = e->source, .ctime = e->ctime, .mtime = e->mtime, .size = e->size,
+                           .version = e->version };
+        return iver_cookie_equal(&old, now) ? IVER_REASON_HIT : -ESTALE;
+}
+
 bool iver_check_rule(IverContext *ctx, int dirfd, const char *path, const IverStat *st, IverCookieSource source,
                      IverHashAlgo algo, unsigned flags, IverCheckReason *ret_reason, uint32_t *ret_idx, bool *ret_same) {
         IverCookie cookie = iver_cookie_from_stat(source, st);
@@ -82,6 +92,7 @@ bool iver_check_rule(IverContext *ctx, int dirfd, const char *path, const IverSt
         bool same;
         uint32_t idx = iver_check_find_prev(ctx, st, path, &same, &e);
         IverCheckReason reason;
+        int r;
 
         *ret_idx = idx;
         *ret_same = same;
@@ -89,16 +100,10 @@ bool iver_check_rule(IverContext *ctx, int dirfd, const char *path, const IverSt
                 reason = IVER_REASON_NEW;
         else if (!same)
                 reason = IVER_REASON_IDENTITY;
-        else if ((e.flags & (IVER_ENTRY_MEASURED | UNTRUSTED_FLAGS)) != IVER_ENTRY_MEASURED)
-                reason = IVER_REASON_NOT_TRUSTED;
-        else if (e.digest.algo != algo)
-                reason = IVER_REASON_ALGORITHM;
+        else if ((r = iver_check_entry_reason(&e, &cookie, algo)) >= 0)
+                reason = r;
         else {
-                IverCookie old = { .source = e.source, .ctime = e.ctime, .mtime = e.mtime, .size = e.size,
-                                   .version = e.version };
-                if (iver_cookie_equal(&old, &cookie))
-                        reason = IVER_REASON_HIT;
-                else if (e.size != st->size)
+                if (e.size != st->size)
                         reason = IVER_REASON_SIZE;
                 else if (!st->has_btime)
                         reason = IVER_REASON_IDENTITY; /* generation unknown: cannot prove the same file */

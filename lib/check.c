@@ -229,7 +229,7 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
         return 1;
 }
 
-bool iver_check_peek(const IverContext *ctx, const IverStat *st) {
+bool iver_check_peek(const IverContext *ctx, const IverStat *st, IverHashAlgo algo) {
         if (!S_ISREG(st->mode))
                 return false;
         IverCookieSource source = iver_cookie_table_peek(ctx->cookies, st->dev);
@@ -243,10 +243,7 @@ bool iver_check_peek(const IverContext *ctx, const IverStat *st) {
         if (e.id.gen != st->gen && st->has_btime)
                 return false;
         IverCookie cookie = iver_cookie_from_stat(source, st);
-        IverCookie old = { .source = e.source, .ctime = e.ctime, .mtime = e.mtime, .size = e.size, .version = e.version };
-        return (e.flags & (IVER_ENTRY_MEASURED | IVER_ENTRY_PROVISIONAL | IVER_ENTRY_RACY | IVER_ENTRY_UNSTABLE |
-                           IVER_ENTRY_STALE)) == IVER_ENTRY_MEASURED &&
-               iver_cookie_equal(&old, &cookie);
+        return iver_check_entry_reason(&e, &cookie, algo) == IVER_REASON_HIT;
 }
 
 IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const IverPending *pending) {

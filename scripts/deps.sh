@@ -7,7 +7,7 @@ PKGS=(
   libtss2-dev libsystemd-dev libaudit-dev libkeyutils-dev libjson-c-dev
   swtpm swtpm-tools tpm2-tools ima-evm-utils
   e2fsprogs xfsprogs btrfs-progs attr keyutils util-linux openssl
-  python3 curl bc
+  python3 curl bc vim
   systemd-container mandoc auditd prometheus-node-exporter
   clang clang-14 libclang-rt-14-dev
 )

@@ -8,6 +8,8 @@
 #   IVER_SKIP_SANITIZE=1, IVER_SKIP_FUZZ=1   leave those stages out
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Debian's tools before any version manager's shims (tests/CMakeLists.txt says why)
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 bash scripts/deps.sh
 BUILD=${IVER_BUILD:-build-ci}
 cmake -S . -B "$BUILD" -DIVER_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -51,7 +51,7 @@ static int appraise(Job *j) {
 }
 
 void appraisal_run(Job *j) {
-        if (j->appraise) /* no digest: nothing to appraise against */
+        if (j->dec.appraise) /* no digest: nothing to appraise against */
                 j->appraise_r = has_digest(&j->m) ? appraise(j) : -ESTALE;
         if (has_digest(&j->m) && iver_appraise_xattr_is_signature(j->m.ima_xattr, j->m.ima_xattr_size)) {
                 j->sig = TAKE_PTR(j->m.ima_xattr);

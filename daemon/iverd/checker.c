@@ -5,17 +5,18 @@
  * journal, audit, appraisal verdicts, re-checks. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "checker.h"
-#include "pseudofs.h"
 #include "evidence.h"
 #include "fstrack.h"
 #include "log.h"
@@ -23,6 +24,7 @@
 #include "onaccess.h"
 #include "pathfd.h"
 #include "recheck.h"
+#include "rest.h"
 #include "walk.h"
 
 #define DISPATCH_BATCH 4096
@@ -42,10 +44,60 @@ void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d
         }
 }
 
-/* Whether an audit rule of g matches (journal and audit records say so). */
-static bool audited(const Generation *g, const char *path, const IverFileAttr *attr) {
-        IverPolicyDecision ad;
-        return iver_policy_match(g->policy, IVER_CLASS_AUDIT, path, strlen(path), attr, &ad) > 0;
+static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                     const uint8_t *sig, size_t sig_len, bool use);
+
+/* A held digest is not on record until it is listed: its cache entry says
+ * so (stale: the next check and a use re-hash), and so does a snapshot
+ * written meanwhile, so neither a restart nor a use can take it as listed. */
+static void hold(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                 const uint8_t *sig, size_t sig_len) {
+        int r = rest_offer(m->rest, path, o, d, audit, sig, sig_len);
+        if (r < 0) { /* no memory to hold it: listed now rather than lost */
+                list_now(m, path, o, d, audit, sig, sig_len, false);
+                return;
+        }
+        if (r > 0 && o->idx != IVER_CACHE_NONE)
+                iver_cache_update_flags(iver_context_cache(m->ctx), o->idx, IVER_ENTRY_STALE, 0);
+}
+
+/* A hit after a cookie move proven unwritten: a rename (or a new link) of a
+ * listed file is listed under its new name once that has come to rest, or
+ * now when it is used by that name. */
+static void offer_renamed(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
+                          bool audit, bool use) {
+        char p[IVER_CACHE_PATH_MAX];
+        if (o->idx == IVER_CACHE_NONE)
+                return;
+        size_t n = iver_cache_path(iver_context_cache(m->ctx), o->idx, p, sizeof(p));
+        if (n > 0 && n < sizeof(p) && strcmp(p, path) == 0)
+                return; /* same name: listed already (chmod, chown, xattr) */
+        if (use)
+                list_now(m, path, o, d, audit, NULL, 0, true);
+        else
+                hold(m, path, o, d, audit, NULL, 0);
+}
+
+void checker_rested(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                    const uint8_t *sig, size_t sig_len, bool use) {
+        list_now(m, path, o, d, audit, sig, sig_len, use);
+}
+
+static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                     const uint8_t *sig, size_t sig_len, bool use) {
+        /* on record again if the cache still holds the version listed */
+        IverCache *c = iver_context_cache(m->ctx);
+        uint32_t idx = iver_cache_find_inode(c, o->id.dev, o->id.ino);
+        if (idx != IVER_CACHE_NONE) {
+                IverEntry e;
+                iver_cache_get(c, idx, &e);
+                IverCookie now = iver_cache_cookie(c, idx);
+                if (e.id.gen == o->id.gen && iver_cookie_equal(&now, &o->cookie) && iver_digest_equal(&e.digest, &o->digest))
+                        iver_cache_update_flags(c, idx, 0, IVER_ENTRY_STALE);
+        }
+        m->measurements++;
+        log_measurement(path, o, audit);
+        (void) evidence_record(m->evidence, path, o, d, sig, sig_len, use);
 }
 
 /* A hit through another hard-link name of the inode (the cache keeps one
@@ -53,7 +105,7 @@ static bool audited(const Generation *g, const char *path, const IverFileAttr *a
  * name is listed under its own name like any measured name, once (the list's
  * dedup by template digest makes a name already listed cost one lookup). */
 static void list_other_name(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                            const IverFileAttr *attr, int audit) {
+                            bool audit, bool use) {
         uint8_t sig[2048];
         ssize_t n = 0;
         if (d->template_ == IVER_IMA_TEMPLATE_SIG) { /* the inode's signature, as a worker reads it */
@@ -61,17 +113,17 @@ static void list_other_name(Manager *m, const char *path, const IverCheckOutcome
                 if (n < 0 || !iver_appraise_xattr_is_signature(sig, (size_t) n))
                         n = 0;
         }
-        if (evidence_record(m->evidence, path, o, d, n > 0 ? sig : NULL, (size_t) n) > 0) {
+        if (evidence_record(m->evidence, path, o, d, n > 0 ? sig : NULL, (size_t) n, use) > 0) {
                 m->measurements++;
-                log_measurement(path, o, audit >= 0 ? audit > 0 : audited(m->gen, path, attr));
+                log_measurement(path, o, audit);
         }
 }
 
 /* use: the check was made for an exec or open waiting on it (on-access).
- * d, attr and audit (< 0: not decided yet, then under the generation in
- * force) are the decisions the check was made under. */
-static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                           const IverFileAttr *attr, int audit, const uint8_t *sig, size_t sig_len, bool use) {
+ * dec: the decision the check was made under. */
+static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverDecision *dec,
+                           const uint8_t *sig, size_t sig_len, bool use) {
+        const IverPolicyDecision *d = dec->measure ? &dec->d : NULL;
         /* A provisional result (no read lease: open writers) may be of no
          * version the writer meant (a write in progress). Kernel IMA measures a
          * file at its use, not while it is written, and records open_writers
@@ -93,15 +145,26 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                 recheck_remove(m->recheck, path);
         switch (o->result) {
         case IVER_CHECK_HIT:
-                if (o->other_name && d && d->action == IVER_ACTION_MEASURE)
-                        list_other_name(m, path, o, d, attr, audit);
+                if (use && rest_use(m->rest, &o->id) > 0)
+                        break; /* a held digest, listed now: it is used */
+                if (o->metadata_only && d && d->action == IVER_ACTION_MEASURE)
+                        offer_renamed(m, path, o, d, dec->audit, use);
+                else if (o->other_name && d && d->action == IVER_ACTION_MEASURE)
+                        list_other_name(m, path, o, d, dec->audit, use);
                 break;
         case IVER_CHECK_MEASURED:
                 if (!d || d->action != IVER_ACTION_MEASURE)
                         break; /* appraised only */
+                if (!use && !o->provisional) {
+                        /* listed once its name has come to rest (rest.h) */
+                        hold(m, path, o, d, dec->audit, sig, sig_len);
+                        break;
+                }
+                if (use)
+                        rest_forget(m->rest, &o->id); /* listed now, under the name it is used by */
                 m->measurements++;
-                log_measurement(path, o, audit >= 0 ? audit > 0 : audited(m->gen, path, attr));
-                if (evidence_record(m->evidence, path, o, d, sig, sig_len) > 0 && o->provisional)
+                log_measurement(path, o, dec->audit);
+                if (evidence_record(m->evidence, path, o, d, sig, sig_len, use) > 0 && o->provisional)
                         checker_violation(m, path, d, o->digest.algo,
                                           use ? "open_writers: used while open for write"
                                               : "open_writers: measured while open for write");
@@ -125,45 +188,32 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         }
 }
 
-bool checker_decide(Manager *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
-                    IverFileAttr *attr,
-                    IverPolicyDecision *d, bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo,
-                    unsigned *ret_flags) {
+/* The attributes of st that rules look at (fstype=, fowner=, uid=, mode=, size). */
+static IverFileAttr file_attr(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid) {
         IverCookieTable *t = iver_context_cookies(m->ctx);
-        (void) iver_cookie_table_source(t, st->dev, AT_FDCWD, path);
-        *attr = (IverFileAttr) {
+        if (path)
+                (void) iver_cookie_table_source(t, st->dev, AT_FDCWD, path);
+        return (IverFileAttr) {
                 .fs_magic = iver_cookie_table_fs_magic(t, st->dev),
                 .owner = st->uid,
                 .subject_uid = subject_uid,
                 .mode = st->mode,
                 .size = st->size,
         };
-        if (iver_fs_is_pseudo(attr->fs_magic, NULL))
-                return false;
-        IverPolicyDecision a;
-        bool measure = iver_policy_match(g->policy, IVER_CLASS_MEASURE, path, strlen(path), attr, d) >= 0 &&
-                       d->matched && d->action == IVER_ACTION_MEASURE;
-        bool appraise = iver_policy_match(g->policy, IVER_CLASS_APPRAISE, path, strlen(path), attr, &a) >= 0 &&
-                        a.matched && a.action == IVER_ACTION_APPRAISE;
-        /* an appraise rule's hash= names the algorithm its signatures use */
-        *ret_algo = appraise && a.hash >= 0 ? a.hash : measure && d->hash >= 0 ? d->hash : g->hash;
-        /* a signature appraised or listed (ima-sig): a new one must be seen */
-        *ret_flags = appraise || (measure && d->template_ == IVER_IMA_TEMPLATE_SIG) ? IVER_CHECK_SIGNATURE_BOUND : 0;
-        *ret_measure = measure;
-        *ret_appraise = appraise;
-        return measure || appraise;
+}
+
+bool checker_decide(Manager *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
+                    IverDecision *ret) {
+        IverFileAttr attr = file_attr(m, path, st, subject_uid);
+        iver_check_decide(g->policy, path, &attr, g->hash, ret);
+        return ret->measure || ret->appraise;
 }
 
 /* A job carries what was decided at dispatch and the generation it was
  * decided under, to its finish: a reload meanwhile changes neither. */
-static void job_decided(Manager *m, Job *j, const IverFileAttr *attr, const IverPolicyDecision *d, bool appraise) {
+static void job_decided(Manager *m, Job *j, const IverDecision *dec) {
         j->gen = generation_ref(m->gen);
-        j->attr = *attr;
-        j->measure = d;
-        if (d)
-                j->d = *d;
-        j->appraise = appraise;
-        j->audit = d && audited(m->gen, j->path, attr);
+        j->dec = *dec;
 }
 
 /* After the statx: policy, cache lookup, and the hand-off to a worker.
@@ -182,21 +232,17 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, int
                 iver_check_forget(m->ctx, path);
                 return true;
         }
-        IverFileAttr attr;
-        IverPolicyDecision d;
-        bool measure, appraise;
-        IverHashAlgo algo;
-        unsigned flags;
-        if (!checker_decide(m, m->gen, path, st, IVER_UID_UNKNOWN, &attr, &d, &measure, &appraise, &algo, &flags)) {
+        IverDecision dec;
+        if (!checker_decide(m, m->gen, path, st, IVER_UID_UNKNOWN, &dec)) {
                 iver_check_forget(m->ctx, path); /* the policy may have changed */
                 return true;
         }
         onaccess_add_file(m->onaccess, st->dev, path);
-        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, st, algo, flags, &p, &o);
+        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, st, dec.algo, dec.flags, &p, &o);
         if (r <= 0) {
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx); /* seen by this scan */
-                handle_outcome(m, path, &o, measure ? &d : NULL, &attr, -1, NULL, 0, false);
+                handle_outcome(m, path, &o, &dec, NULL, 0, false);
                 return true;
         }
         if (S_ISLNK(st->mode)) { /* a readlink and a hash of its target: done here */
@@ -206,7 +252,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, int
                 (void) iver_check_finish(m->ctx, path, &p, r, &lm, &o);
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-                handle_outcome(m, path, &o, measure ? &d : NULL, &attr, -1, NULL, 0, false);
+                handle_outcome(m, path, &o, &dec, NULL, 0, false);
                 return true;
         }
         if (walked) {
@@ -226,34 +272,64 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, int
                 return true;
         }
         j->path = path;
-        job_decided(m, j, &attr, measure ? &d : NULL, appraise);
+        job_decided(m, j, &dec);
         j->pending = p;
         j->stat_at = st_at;
         j->opt = iver_check_measure_options(m->ctx, &p);
         /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
-        j->opt.read_ima_xattr = flags & IVER_CHECK_SIGNATURE_BOUND;
+        j->opt.read_ima_xattr = dec.flags & IVER_CHECK_SIGNATURE_BOUND;
         (void) workers_submit_or_follow(m->workers, j); /* another name of an inode being hashed: not again */
         return walked;
 }
 
-void checker_closed(Manager *m, int fd, const char *path) {
-        IverStat st;
+/* The name a use of the file st (seen as path through the event fd's link)
+ * is decided and listed under: the path iverd holds for its inode (an alias
+ * through a bind mount or another mount namespace is its canonical file);
+ * else path if it names this very inode in iverd's mount namespace; else a
+ * marked name that can never be a measured one ("alias:DEV:INO:path", not
+ * absolute): a name seen through another namespace never borrows the
+ * measured name that iverd's namespace gives another inode. */
+static const char *use_name(Manager *m, const IverStat *st, const char *path, char *buf, size_t n) {
         IverCache *c = iver_context_cache(m->ctx);
-        uint32_t idx = iver_context_stat_fd(m->ctx, fd, &st) >= 0 ? iver_cache_find_inode(c, st.dev, st.ino) : IVER_CACHE_NONE;
+        uint32_t idx = iver_cache_find_inode(c, st->dev, st->ino);
         if (idx != IVER_CACHE_NONE) {
-                char p[IVER_CACHE_PATH_MAX];
-                iver_cache_update_flags(c, idx, IVER_ENTRY_STALE, 0);
-                (void) iver_cache_path(c, idx, p, sizeof(p));
-                manager_queue(m, p); /* the queue keeps its own copy */
+                IverEntry e;
+                iver_cache_get(c, idx, &e);
+                if ((!st->has_btime || e.id.gen == st->gen) && iver_cache_path(c, idx, buf, n) < n && buf[0] == '/')
+                        return buf;
         }
-        /* the mark covers the whole filesystem: most writes are to files no
-         * rule measures; a new file under a measured tree is checked */
-        const char *slash = strrchr(path, '/');
-        char dir[PATH_MAX + 1];
-        snprintf(dir, sizeof(dir), "%.*s", slash && slash != path ? (int) (slash - path) : 1, path);
-        iver_check_invalidate(m->ctx, path);
-        if (manager_dir_wanted(m, dir))
-                manager_queue(m, path);
+        struct stat here;
+        if (stat(path, &here) == 0 && ((major(here.st_dev) << 20) | (minor(here.st_dev) & 0xfffffU)) == st->dev && (uint64_t) here.st_ino == st->ino)
+                return path;
+        snprintf(buf, n, "alias:%u:%" PRIu64 ":%s", st->dev, st->ino, path);
+        return buf;
+}
+
+void checker_unchecked_use(Manager *m, const char *path, uint32_t dev, uint64_t ino, bool exec, const char *what) {
+        static const IverPolicyDecision any = {
+                .matched = true, .action = IVER_ACTION_MEASURE, .pcr = IVER_POLICY_PCR_UNSET,
+                .hash = _IVER_HASH_INVALID, .template_ = _IVER_IMA_TEMPLATE_INVALID,
+        };
+        char buf[PATH_MAX + 64];
+        IverStat st;
+        IverDecision dec;
+        if (path && dev != 0 && path_context_stat(m->ctx, path, &st) >= 0 && st.dev == dev && st.ino == ino) {
+                /* this name is the inode's here (use_name gives it or the
+                 * canonical one): what the policy says */
+                path = use_name(m, &st, path, buf, sizeof(buf));
+                if (!checker_decide(m, m->gen, path, &st, IVER_UID_UNKNOWN, &dec))
+                        return; /* a file no rule measures or appraises */
+                checker_violation(m, path, dec.measure ? &dec.d : &any, dec.algo, what);
+                return;
+        }
+        if (path && dev != 0) {
+                IverStat id = { .dev = dev, .ino = ino };
+                path = use_name(m, &id, path, buf, sizeof(buf));
+        } else if (!path) {
+                snprintf(buf, sizeof(buf), "unchecked:%s", exec ? "exec" : "open");
+                path = buf;
+        }
+        checker_violation(m, path, &any, m->gen->hash, what);
 }
 
 bool checker_dir_measured(Manager *m, const char *dir) {
@@ -262,11 +338,9 @@ bool checker_dir_measured(Manager *m, const char *dir) {
         snprintf(probe, sizeof(probe), "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, "iverd-probe");
         IverFileAttr attr = { .fs_magic = statfs(dir, &sf) == 0 ? (uint64_t) sf.f_type : 0, .owner = 0,
                               .subject_uid = IVER_UID_UNKNOWN, .mode = S_IFREG | 0755, .size = 1 };
-        IverPolicyDecision d;
-        return (iver_policy_match(m->gen->policy, IVER_CLASS_MEASURE, probe, strlen(probe), &attr, &d) >= 0 && d.matched &&
-                d.action == IVER_ACTION_MEASURE) ||
-               (iver_policy_match(m->gen->policy, IVER_CLASS_APPRAISE, probe, strlen(probe), &attr, &d) >= 0 && d.matched &&
-                d.action == IVER_ACTION_APPRAISE);
+        IverDecision dec;
+        iver_check_decide(m->gen->policy, probe, &attr, m->gen->hash, &dec);
+        return dec.measure || dec.appraise;
 }
 
 /* Whether someone else has fd's file open for write (or mapped writable and
@@ -298,32 +372,50 @@ static uint32_t process_uid(int pid) {
         return (uint32_t) uid;
 }
 
+/* An exec's fast path: the content of st's inode is on record unchanged,
+ * hashed with the algorithm the policy asks for under the name it was
+ * measured under (no readlink of the fd: the cache knows the name). */
+static bool on_record(Manager *m, const IverStat *st) {
+        IverCache *c = iver_context_cache(m->ctx);
+        uint32_t idx = S_ISREG(st->mode) ? iver_cache_find_inode(c, st->dev, st->ino) : IVER_CACHE_NONE;
+        char p[IVER_CACHE_PATH_MAX];
+        IverDecision dec;
+        if (idx == IVER_CACHE_NONE || iver_cache_path(c, idx, p, sizeof(p)) >= sizeof(p))
+                return false;
+        IverFileAttr attr = file_attr(m, NULL, st, IVER_UID_UNKNOWN);
+        iver_check_decide(m->gen->policy, p, &attr, m->gen->hash, &dec);
+        return iver_check_peek(m->ctx, st, dec.algo);
+}
+
 int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *u) {
         IverStat st;
         IverPending p;
         IverCheckOutcome o;
-        IverFileAttr attr;
-        bool appraise;
-        unsigned flags;
+        IverDecision dec;
         int r = iver_context_stat_fd(m->ctx, fd, &st);
         if (r < 0)
                 return r;
         /* the usual exec: this inode's content is on record unchanged (a file
          * open for write cannot be executed: ETXTBSY; a miss hashes under a
          * read lease, and without one its provisional result is a violation) */
-        if (exec && iver_check_peek(m->ctx, &st)) {
+        if (exec && on_record(m, &st)) {
                 /* on record: its entry may still wait for the group commit */
                 (void) evidence_commit(m->evidence);
                 return 0;
         }
         if (!path)
                 return -EAGAIN; /* the caller looks up the name and asks again */
+        char name[IVER_CACHE_PATH_MAX];
+        const char *seen = path;
+        path = use_name(m, &st, path, name, sizeof(name));
+        /* a marked name is decided as the name the user saw: what it claims
+         * to be is measured, under a name that cannot pass for it */
         uint32_t subject = process_uid(pid);
-        if (!S_ISREG(st.mode) ||
-            !checker_decide(m, m->gen, path, &st, subject, &attr, &u->d, &u->measure, &appraise, &u->algo, &flags))
+        if (!S_ISREG(st.mode) || !checker_decide(m, m->gen, path[0] == '/' ? path : seen, &st, subject, &dec))
                 return 0;
+        *u = (CheckerUse) { .d = dec.d, .measure = dec.measure, .algo = dec.algo };
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
-        if (open_for_write(fd)) {
+        if (open_for_write(fd) && path[0] == '/') {
                 if (!exec) {
                         /* An open (open mode) while a writer exists may be the
                          * writer's own: the event does not say, and the opener's
@@ -339,9 +431,9 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
                 checker_violation(m, path, d, u->algo, "open_writers: executed while open for write");
                 iver_check_invalidate(m->ctx, path);
         }
-        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, u->algo, flags, &p, &o);
+        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, dec.algo, dec.flags, &p, &o);
         if (r <= 0) {
-                handle_outcome(m, path, &o, d, &attr, -1, NULL, 0, false);
+                handle_outcome(m, path, &o, &dec, NULL, 0, true);
                 (void) evidence_commit(m->evidence); /* the use goes on: what it runs is on disk */
                 return 0;
         }
@@ -357,14 +449,14 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
                 return -ENOMEM;
         }
         j->path = copy;
-        job_decided(m, j, &attr, d, appraise);
+        job_decided(m, j, &dec);
         j->by_fd = true;
         j->fd = dup; /* the very file being used, whatever the path names by now */
         j->waiter = waiter;
         j->pending = p;
         j->opt = iver_check_measure_options(m->ctx, &p);
         /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
-        j->opt.read_ima_xattr = flags & IVER_CHECK_SIGNATURE_BOUND;
+        j->opt.read_ima_xattr = dec.flags & IVER_CHECK_SIGNATURE_BOUND;
         use_jobs++;
         workers_submit_first(m->workers, j);
         return 1;
@@ -428,7 +520,7 @@ int checker_dispatch(sd_event_source *s, void *userdata) {
 /* The appraisal verdict of a finished job: counted; anything but valid is
  * a violation (journal, audit, flag on the entry for list --violations). */
 static void handle_appraisal(Manager *m, const Job *j, const IverCheckOutcome *o) {
-        if (!j->appraise || o->result != IVER_CHECK_MEASURED || o->provisional)
+        if (!j->dec.appraise || o->result != IVER_CHECK_MEASURED || o->provisional)
                 return;
         if (j->appraise_r == -ESTALE) {
                 recheck_add(m->recheck, j->path); /* changed under us: look again */
@@ -463,21 +555,20 @@ static void job_hashed_version(Manager *m, Job *j, const IverCheckOutcome *o) {
         if (o->result != IVER_CHECK_MEASURED)
                 return;
         const IverStat *st = &j->m.st;
-        if (st->uid == j->attr.owner && st->mode == j->attr.mode && st->size == j->attr.size &&
-            st->dev == j->pending.st.dev)
+        const IverFileAttr *was = &j->dec.attr;
+        if (st->uid == was->owner && st->mode == was->mode && st->size == was->size && st->dev == j->pending.st.dev)
                 return;
-        IverFileAttr attr = j->attr;
-        attr.owner = st->uid;
-        attr.mode = st->mode;
-        attr.size = st->size;
-        attr.fs_magic = iver_cookie_table_fs_magic(iver_context_cookies(m->ctx), st->dev);
-        IverPolicyDecision d;
-        j->attr = attr;
-        j->measure = iver_policy_match(j->gen->policy, IVER_CLASS_MEASURE, j->path, strlen(j->path), &attr, &d) >= 0 &&
-                     d.matched && d.action == IVER_ACTION_MEASURE;
-        if (j->measure)
-                j->d = d;
-        j->audit = j->measure && audited(j->gen, j->path, &attr);
+        IverFileAttr attr = file_attr(m, NULL, st, was->subject_uid);
+        IverDecision dec;
+        iver_check_decide(j->gen->policy, j->path, &attr, j->gen->hash, &dec);
+        /* what was hashed and appraised stays as it was done (algorithm,
+         * appraisal on the worker); whether and how it is listed follows
+         * the version hashed */
+        j->dec.attr = dec.attr;
+        j->dec.pseudo = dec.pseudo;
+        j->dec.measure = dec.measure;
+        j->dec.d = dec.d;
+        j->dec.audit = dec.audit;
 }
 
 /* A name that followed a job of its inode (workers_submit_or_follow), after
@@ -488,8 +579,8 @@ static void job_hashed_version(Manager *m, Job *j, const IverCheckOutcome *o) {
 static void follower_done(Manager *m, Job *f) {
         IverPending p;
         IverCheckOutcome o;
-        unsigned flags = f->opt.read_ima_xattr ? IVER_CHECK_SIGNATURE_BOUND : 0;
-        int r = iver_check_begin_stat(m->ctx, AT_FDCWD, f->path, &f->pending.st, f->pending.algo, flags, &p, &o);
+        int r = iver_check_begin_stat(m->ctx, AT_FDCWD, f->path, &f->pending.st, f->pending.algo, f->dec.flags, &p,
+                                      &o);
         if (r > 0) {
                 bool sig = f->opt.read_ima_xattr;
                 f->pending = p;
@@ -500,7 +591,7 @@ static void follower_done(Manager *m, Job *f) {
         }
         if (o.idx != IVER_CACHE_NONE)
                 iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-        handle_outcome(m, f->path, &o, f->measure ? &f->d : NULL, &f->attr, f->audit, NULL, 0, false);
+        handle_outcome(m, f->path, &o, &f->dec, NULL, 0, false);
         queue_done(m->queue, f->path);
         job_free(f);
 }
@@ -523,14 +614,13 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                 job_hashed_version(m, j, &o);
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-                handle_outcome(m, j->path, &o, j->measure ? &j->d : NULL, &j->attr, j->audit, j->sig, j->sig_len,
-                               j->by_fd);
+                handle_outcome(m, j->path, &o, &j->dec, j->sig, j->sig_len, j->by_fd);
                 handle_appraisal(m, j, &o);
                 if (j->by_fd) {
                         uses = true;
                         /* a use waits: what it runs changed throughout hashing */
-                        if (o.result == IVER_CHECK_UNSTABLE && j->measure && m->evidence)
-                                (void) evidence_record_violation(m->evidence, j->path, &j->d, j->pending.algo);
+                        if (o.result == IVER_CHECK_UNSTABLE && j->dec.measure && m->evidence)
+                                (void) evidence_record_violation(m->evidence, j->path, &j->dec.d, j->pending.algo);
                         onaccess_job_done(m->onaccess, j->waiter);
                         close(j->fd);
                         free((char *) j->path);

@@ -13,16 +13,13 @@ typedef struct Manager Manager;
 /* Defer source: take queued paths while workers have room; hits and files
  * the policy does not measure finish here, misses go to the pool. */
 int checker_dispatch(sd_event_source *s, void *userdata);
-/* The policy's say on one file under generation g (the one place it is
- * decided, for checks and explain), for a use by subject_uid (IVER_UID_UNKNOWN: no use): its attributes (attr), the measure decision (d, when measure),
- * whether it is appraised, the hash algorithm and the check flags
- * (IVER_CHECK_SIGNATURE_BOUND). False: neither measured nor appraised, or a
- * pseudo filesystem's file (proc, sysfs…: never hashed, whatever the policy
- * says; lib/pseudofs.h). */
+/* The policy's say on one file under generation g, for a use by
+ * subject_uid (IVER_UID_UNKNOWN: no use): iver_check_decide() on st's
+ * attributes (the one decision, for checks and explain). False: neither
+ * measured nor appraised, or a pseudo filesystem's file (proc, sysfs…: never
+ * hashed, whatever the policy says; lib/pseudofs.h). */
 bool checker_decide(Manager *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
-                    IverFileAttr *attr,
-                    IverPolicyDecision *d, bool *ret_measure, bool *ret_appraise, IverHashAlgo *ret_algo,
-                    unsigned *ret_flags);
+                    IverDecision *ret);
 /* The walker's fast path for a file a scan found (full path path), with the
  * walk's statx of it relative to its open directory (st, taken at st_at,
  * iver_now_ns): the cache lookup; a miss goes to a worker at once on that
@@ -70,8 +67,12 @@ unsigned checker_use_jobs(void);
 /* Whether a regular file directly in dir may be measured or appraised (a
  * policy probe with a neutral file): on-access marks only such filesystems. */
 bool checker_dir_measured(Manager *m, const char *dir);
-/* A writer closed fd (named path, on a marked filesystem): the cached digest
- * of its inode, under whatever name it was measured (a hard link elsewhere
- * included), is not trusted without a look (stores through a shared mapping
- * move no timestamp on tmpfs), and that name is checked again. */
-void checker_closed(Manager *m, int fd, const char *path);
+/* A use allowed without a check (on-access could not hold it): a
+ * violation entry (cause what) under the name iverd holds for the inode
+ * (dev, ino; 0: unknown), else path, else "unchecked:exec|open"; none when
+ * the file is known and no rule measures or appraises it. */
+void checker_unchecked_use(Manager *m, const char *path, uint32_t dev, uint64_t ino, bool exec, const char *what);
+/* A digest held until its name came to rest (rest.h) is listed now under
+ * path (use: because it is used): the callback of rest.c. */
+void checker_rested(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+                    const uint8_t *sig, size_t sig_len, bool use);

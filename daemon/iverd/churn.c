@@ -16,7 +16,9 @@ typedef struct ChurnEntry {
         uint64_t backoff;
         uint32_t count;         /* versions listed in this window */
         bool suppressed;        /* versions dropped since limited */
-        char path[];
+        uint32_t dev;           /* the key: the inode, whatever its names */
+        uint64_t ino;
+        char path[];            /* its latest name: what the re-check looks at */
 } ChurnEntry;
 
 struct Churn {
@@ -25,11 +27,9 @@ struct Churn {
         size_t n_suppressed;    /* entries with versions waiting for their re-check */
 };
 
-static size_t hash(const char *s) {
-        uint64_t h = 1469598103934665603ULL;   /* FNV-1a */
-        for (; *s; s++)
-                h = (h ^ (uint8_t) *s) * 1099511628211ULL;
-        return (size_t) (h % BUCKETS);
+static size_t hash(uint32_t dev, uint64_t ino) {
+        uint64_t h = (ino ^ ((uint64_t) dev << 40)) * 0x9e3779b97f4a7c15ULL;
+        return (size_t) ((h >> 32) % BUCKETS);
 }
 
 int churn_new(Churn **ret) {
@@ -52,13 +52,22 @@ Churn *churn_free(Churn *c) {
         return NULL;
 }
 
-ChurnVerdict churn_note(Churn *c, const char *path, uint64_t now) {
-        size_t b = hash(path);
-        ChurnEntry *e;
+ChurnVerdict churn_note(Churn *c, uint32_t dev, uint64_t ino, const char *path, uint64_t now) {
+        size_t b = hash(dev, ino);
+        ChurnEntry *e, **link;
 
-        for (e = c->buckets[b]; e; e = e->next)
-                if (strcmp(e->path, path) == 0)
+        for (link = &c->buckets[b]; (e = *link); link = &e->next)
+                if (e->dev == dev && e->ino == ino)
                         break;
+        if (e && strcmp(e->path, path) != 0) {
+                /* renamed: its count goes on, the re-check takes the new name */
+                size_t len = strlen(path);
+                ChurnEntry *n = realloc(e, sizeof(*e) + len + 1);
+                if (n) {
+                        memcpy(n->path, path, len + 1);
+                        *link = e = n;
+                }
+        }
         if (!e) {
                 if (c->n >= CHURN_TRACKED_MAX)
                         return CHURN_LIST;      /* full: not tracked (churn_due prunes) */
@@ -67,6 +76,8 @@ ChurnVerdict churn_note(Churn *c, const char *path, uint64_t now) {
                 if (!e)
                         return CHURN_LIST;
                 memcpy(e->path, path, len + 1);
+                e->dev = dev;
+                e->ino = ino;
                 e->window_start = now;
                 e->backoff = CHURN_BACKOFF_USEC;
                 e->next = c->buckets[b];

@@ -4,7 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Per-file version rate limit for the measurement list: a file that gets more
+/* Per-inode version rate limit for the measurement list (a name is not the
+ * key: renaming one inode through new names, or a name moved onto another
+ * inode, neither escapes nor borrows a limit): a file that gets more
  * than CHURN_MAX_VERSIONS new list entries within CHURN_WINDOW_USEC is
  * limited: recorded once as a violation, its further versions not listed
  * until a backoff (10 s, doubling to 1 h while it keeps churning) ends, when
@@ -28,8 +30,10 @@ typedef enum ChurnVerdict {
 
 int churn_new(Churn **ret);
 Churn *churn_free(Churn *c);
-/* A new version of path is about to be listed at now (µs). */
-ChurnVerdict churn_note(Churn *c, const char *path, uint64_t now);
+/* A new version of inode (dev, ino), named path, is about to be listed at
+ * now (µs). Never asked for a use (exec, open under a rule): a use is
+ * always listed. */
+ChurnVerdict churn_note(Churn *c, uint32_t dev, uint64_t ino, const char *path, uint64_t now);
 /* Paths whose backoff ended with versions suppressed: fn(path) re-checks
  * each; paths quiet for a window are forgotten. Returns how many. */
 size_t churn_due(Churn *c, uint64_t now, void (*fn)(const char *path, void *userdata), void *userdata);

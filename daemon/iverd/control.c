@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "thread.h"
 
 /* An unprivileged user must not be able to take the daemon's fds (issue 13
  * item 12): at most CONNS_PER_UID connections per non-root uid, CONNS_MAX in
@@ -135,12 +136,6 @@ static int on_conn_readable(sd_event_source *s, int fd, uint32_t revents, void *
         if (c->len >= REQUEST_MAX)
                 conn_reply(c, reply_error("request too large (limit %d bytes)", REQUEST_MAX));
         return 0;
-}
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
 }
 
 static int on_accept_pause_end(sd_event_source *s, uint64_t usec, void *userdata) {

@@ -24,8 +24,9 @@ struct Evidence {
         Manager *m;
         unsigned pcr;
         bool tpm_none;
-        bool shared;                    /* PCR 10 shared with the kernel's IMA (kernel-ima.h) */
-        size_t kernel_entries;          /* the kernel's entries in the list */
+        bool shared;                    /* PCR shared with the kernel's IMA, served by the TPM thread */
+        size_t kernel_entries;          /* no TPM: the kernel's entries copied into the list */
+        const char *kernel_dir;         /* the kernel's IMA securityfs directory */
         IverImaFile *file;             /* the list, on disk (with its dedup index) */
         TpmThread *tpm;
         TpmThreadState last;            /* what the loop saw last: log the changes */
@@ -43,7 +44,6 @@ struct Evidence {
         uint64_t next_tag;
 };
 
-uint64_t evidence_now_usec(void);
 /* The TPM thread's eventfd is readable. */
 int evidence_on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 /* Answer and forget a waiting quote (q or error). */

@@ -12,27 +12,52 @@ int evidence_list_fd(const Evidence *e) {
         return e && e->file ? iver_imalog_file_fd(e->file) : -EBADF;
 }
 
-int evidence_list_open(const Evidence *e, int *ret_fd, uint64_t *ret_bytes, uint64_t *ret_entries) {
+/* The list served to readers: iverd's own, or where the PCR is shared with
+ * the kernel's IMA the one the TPM thread writes in extend order (its length
+ * as the thread published it: whole records, extended). */
+static int served(const Evidence *e, const IverImaFile **ret_file, uint64_t *ret_bytes, uint64_t *ret_entries) {
         if (!e || !e->file)
                 return -ENODATA;
-        int fd = iver_imalog_file_reopen(e->file);
-        if (fd < 0)
-                return fd;
-        *ret_fd = fd;
+        const IverImaFile *sf = e->shared ? tpm_thread_served(e->tpm) : NULL;
+        if (sf) {
+                TpmThreadState st;
+                tpm_thread_state(e->tpm, &st);
+                *ret_file = sf;
+                *ret_bytes = st.served_bytes;
+                *ret_entries = st.served_entries;
+                return 0;
+        }
+        *ret_file = e->file;
         *ret_bytes = iver_imalog_file_size(e->file);
         *ret_entries = iver_imalog_file_count(e->file);
         return 0;
 }
 
+int evidence_list_open(const Evidence *e, int *ret_fd, uint64_t *ret_bytes, uint64_t *ret_entries) {
+        const IverImaFile *f;
+        uint64_t bytes, entries;
+        int r = served(e, &f, &bytes, &entries);
+        if (r < 0)
+                return r;
+        int fd = iver_imalog_file_reopen(f);
+        if (fd < 0)
+                return fd;
+        *ret_fd = fd;
+        *ret_bytes = bytes;
+        *ret_entries = entries;
+        return 0;
+}
+
 int evidence_list_foreach(const Evidence *e, EvidenceEntryFunc f, void *userdata) {
         _cleanup_(iver_imalog_reader_freep) IverImaReader *rd = NULL;
-        uint64_t end;
+        const IverImaFile *lf;
+        uint64_t end, entries;
         int r;
 
-        if (!e || !e->file)
-                return -ENODATA;
-        end = iver_imalog_file_size(e->file);
-        r = iver_imalog_reader_new(iver_imalog_file_fd(e->file), 0, &rd);
+        r = served(e, &lf, &end, &entries);
+        if (r < 0)
+                return r;
+        r = iver_imalog_reader_new(iver_imalog_file_fd(lf), 0, &rd);
         if (r < 0)
                 return r;
         for (size_t i = 0;; i++) {
@@ -73,6 +98,8 @@ void evidence_entries_for(const Evidence *e, const char *path, json_object *arra
         TpmThreadState st = {};
         if (e->tpm)
                 tpm_thread_state(e->tpm, &st);
-        EntriesFor w = { .path = path, .len = strlen(path), .extended = st.extended, .tpm = e->tpm != NULL, .array = array };
+        /* a served list holds extended entries only */
+        EntriesFor w = { .path = path, .len = strlen(path), .extended = e->shared ? st.served_entries : st.extended,
+                         .tpm = e->tpm != NULL, .array = array };
         (void) evidence_list_foreach(e, entry_for, &w);
 }

@@ -14,6 +14,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "tpm-thread.h"
+#include "thread.h"
 
 #define QUOTE_TIMEOUT_USEC (15ULL * 1000000ULL)
 
@@ -50,6 +51,13 @@ int evidence_on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata
                            st.queued);
         if (st.resyncs > e->last.resyncs)
                 log_warning("PCR %u does not hold what iverd extended (TPM reset, or another extender): resynced", e->pcr);
+        if (st.unplaced && !e->last.unplaced) {
+                e->broken = true;
+                log_error("An extend of PCR %u cannot be placed among the kernel's IMA entries (another extender, or a "
+                          "kernel entry its extend does not match): evidence marked broken, restart iverd after a reboot",
+                          e->pcr);
+                log_audit("evidence-broken", "an extend of the PCR shared with the kernel's IMA cannot be placed", false);
+        }
         if (st.poisoned && !e->last.poisoned)
                 log_error("Broken-evidence value extended into the PCRs: no quote verifies until iverd restarts with a fresh list");
         e->last = st;
@@ -90,11 +98,15 @@ void evidence_status(const Evidence *e, json_object *o) {
                 json_object_object_add(o, "banks", banks);
         }
         json_object_object_add(o, "pcr", json_object_new_int((int) e->pcr));
-        json_object_object_add(o, "pcr_shared_with_kernel", json_object_new_boolean(e->shared));
-        json_object_object_add(o, "kernel_entries", json_object_new_uint64(e->kernel_entries));
+        json_object_object_add(o, "pcr_shared_with_kernel", json_object_new_boolean(e->shared || e->kernel_entries > 0));
+        json_object_object_add(o, "kernel_entries", json_object_new_uint64(e->shared ? st.kernel_served : e->kernel_entries));
         size_t n = iver_imalog_file_count(e->file);
-        json_object_object_add(o, "list_length", json_object_new_uint64(n));
-        json_object_object_add(o, "list_bytes", json_object_new_uint64(iver_imalog_file_size(e->file)));
+        /* shared: the served list; iverd's own entries wait in the journal */
+        json_object_object_add(o, "list_length", json_object_new_uint64(e->shared ? st.served_entries : n));
+        json_object_object_add(o, "list_bytes",
+                               json_object_new_uint64(e->shared ? st.served_bytes : iver_imalog_file_size(e->file)));
+        if (e->shared)
+                json_object_object_add(o, "journal_length", json_object_new_uint64(n));
         json_object_object_add(o, "list_index_bytes", json_object_new_uint64(iver_imalog_file_memory(e->file)));
         json_object_object_add(o, "pending_extends", json_object_new_uint64(!e->tpm || st.extended > n ? 0 : n - st.extended));
         json_object_object_add(o, "staged_entries", json_object_new_uint64(e->n_staged));
@@ -107,7 +119,7 @@ void evidence_status(const Evidence *e, json_object *o) {
         json_object_object_add(o, "extend_failures", json_object_new_uint64(st.extend_failures));
         json_object_object_add(o, "pcr_resyncs", json_object_new_uint64(st.resyncs));
         json_object_object_add(o, "rate_limited_versions", json_object_new_uint64(e->rate_limited));
-        json_object_object_add(o, "rate_limited_files", json_object_new_uint64(churn_limited(e->churn, evidence_now_usec())));
+        json_object_object_add(o, "rate_limited_files", json_object_new_uint64(churn_limited(e->churn, now_usec())));
 }
 
 unsigned evidence_pcr(const Evidence *e) {

@@ -18,6 +18,7 @@
  * verifies again until the operator restarts with a fresh list. */
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -31,20 +32,16 @@
 #include "macro.h"
 #include "manager.h"
 #include "tpm-thread.h"
+#include "thread.h"
 
 #define GROUP_USEC (10ULL * 1000ULL)
 #define RELIST_USEC (5ULL * 1000000ULL)
 #define CHURN_TICK_USEC (1ULL * 1000000ULL)
 
-uint64_t evidence_now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
-
-/* Where the kernel's IMA keeps a list in our PCR (PCR 10, Pcr=auto), the
- * list continues the kernel's: its entries first, verbatim (DESIGN.md §11). */
-static int share_with_kernel(Evidence *e) {
+/* Without a TPM nothing orders the kernel's extends and ours: the list
+ * starts with the kernel's entries, verbatim (and those it added while iverd
+ * was stopped, at the next start). */
+static int share_without_tpm(Evidence *e) {
         size_t kernel = 0, added = 0;
         const char *dir = kernel_ima_dir();
         int r = kernel_ima_continue(e->file, dir, e->pcr, &kernel, &added);
@@ -55,11 +52,57 @@ static int share_with_kernel(Evidence *e) {
                 return log_error_errno(r, "Cannot continue the kernel's IMA list in %s: %m", dir);
         if (r == 0)
                 return 0;
-        e->shared = true;
         e->kernel_entries = kernel;
-        log_info("PCR %u is shared with the kernel's IMA: the list continues the kernel's %zu entries (%zu copied now); "
-                 "every active bank is extended",
-                 e->pcr, kernel, added);
+        log_info("No TPM: the list continues the kernel's %zu IMA entries (%zu copied now)", kernel, added);
+        return 0;
+}
+
+/* Where the kernel's IMA keeps a list in our PCR (PCR 10, Pcr=auto), the
+ * list iverd serves continues the kernel's, in extend order (DESIGN.md §11):
+ * the TPM thread writes it (tpm-share.c), and iverd's own write-ahead list
+ * moves to the journal directory. Returns the served list (NULL: not shared)
+ * in *ret_served. */
+static int open_lists(Evidence *e, const IverConf *conf, IverImaFile **ret_served) {
+        _cleanup_(iver_imalog_file_freep) IverImaFile *served = NULL;
+        _cleanup_free_ char *journal = NULL;
+        size_t truncated = 0;
+        int r;
+
+        *ret_served = NULL;
+        e->kernel_dir = kernel_ima_dir();
+        if (!e->tpm_none) {
+                r = kernel_ima_uses(e->kernel_dir, e->pcr);
+                if (r == -EOPNOTSUPP)
+                        return log_error_errno(r, "The kernel's IMA list in %s holds an entry of a template iverd cannot "
+                                                  "replay (it reads ima-ng, ima-sig, ima-buf and ima): configure another Pcr=",
+                                               e->kernel_dir);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot read the kernel's IMA list in %s: %m", e->kernel_dir);
+                e->shared = r > 0;
+        }
+        if (e->shared) {
+                if (asprintf(&journal, "%s/journal", conf->runtime_directory) < 0)
+                        return log_error_errno(-ENOMEM, "Out of memory: %m");
+                if (mkdir(journal, 0700) < 0 && errno != EEXIST)
+                        return log_error_errno(-errno, "Cannot create %s: %m", journal);
+                r = iver_imalog_file_open(conf->runtime_directory, &served, &truncated);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot open the measurement list in %s: %m", conf->runtime_directory);
+        }
+        const char *dir = journal ?: conf->runtime_directory;
+        r = iver_imalog_file_open(dir, &e->file, &truncated);
+        if (r < 0)
+                return log_error_errno(r, "Cannot open the measurement list in %s: %m", dir);
+        if (truncated)
+                log_warning("Measurement list ended in a torn record (%zu bytes, from a crash): cut back to the last complete entry",
+                            truncated);
+        if (e->shared)
+                log_info("PCR %u is shared with the kernel's IMA: the list in %s continues the kernel's in extend order, "
+                         "every active bank is extended; iverd's write-ahead journal is %s",
+                         e->pcr, conf->runtime_directory, journal);
+        else if ((r = share_without_tpm(e)) < 0)
+                return r;
+        *ret_served = TAKE_PTR(served);
         return 0;
 }
 
@@ -72,7 +115,7 @@ static void recheck_path(const char *path, void *userdata) {
 
 static int on_churn_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Evidence *e = userdata;
-        (void) churn_due(e->churn, evidence_now_usec(), recheck_path, e);
+        (void) churn_due(e->churn, now_usec(), recheck_path, e);
         (void) sd_event_source_set_time_relative(s, CHURN_TICK_USEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
@@ -105,7 +148,7 @@ static int on_relist(sd_event_source *s, uint64_t usec, void *userdata) {
 
 int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
         Evidence *e = calloc(1, sizeof(*e));
-        size_t truncated = 0;
+        IverImaFile *served = NULL;
         int r;
 
         if (!e)
@@ -118,15 +161,8 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
         }
         /* auto: PCR 10, where Keylime and evmctl look, shared with the kernel's IMA */
         e->pcr = conf->pcr >= 0 ? (unsigned) conf->pcr : 10;
-        r = iver_imalog_file_open(conf->runtime_directory, &e->file, &truncated);
-        if (r < 0) {
-                log_error_errno(r, "Cannot open the measurement list in %s: %m", conf->runtime_directory);
-                goto fail;
-        }
-        if (truncated)
-                log_warning("Measurement list ended in a torn record (%zu bytes, from a crash): cut back to the last complete entry",
-                            truncated);
-        r = share_with_kernel(e);
+        e->tpm_none = !conf->tpm_tcti || strcmp(conf->tpm_tcti, "none") == 0;
+        r = open_lists(e, conf, &served);
         if (r < 0)
                 goto fail;
         if ((r = sd_event_add_time_relative(m->event, &e->relist, CLOCK_MONOTONIC, RELIST_USEC, 0, on_relist, e)) < 0 ||
@@ -139,7 +175,6 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
         }
         (void) sd_event_source_set_enabled(e->relist, SD_EVENT_OFF);
         (void) sd_event_source_set_enabled(e->commit, SD_EVENT_OFF);
-        e->tpm_none = !conf->tpm_tcti || strcmp(conf->tpm_tcti, "none") == 0;
         if (e->tpm_none) {
                 log_notice("No TPM configured: measurements go to the list only");
                 goto sync;
@@ -149,7 +184,9 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
         /* the kernel extends every active bank of PCR 10: so must we, or the
          * banks we leave out never replay */
         r = tpm_thread_new(conf->tpm_tcti, e->shared ? ~0u : conf->banks, e->pcr, iver_imalog_file_fd(e->file), iver_imalog_file_count(e->file),
-                           iver_imalog_file_size(e->file), iver_imalog_file_pcrs(e->file), &e->tpm);
+                           iver_imalog_file_size(e->file), iver_imalog_file_pcrs(e->file), served, e->kernel_dir, &e->tpm);
+        if (r >= 0)
+                served = NULL;          /* the thread's */
         if (r < 0) {
                 log_error_errno(r, "Cannot start the TPM thread for '%s': %m", conf->tpm_tcti);
                 goto fail;
@@ -170,6 +207,7 @@ sync:
         *ret = e;
         return 0;
 fail:
+        iver_imalog_file_free(served);
         evidence_free(e);
         return r;
 }
@@ -343,7 +381,7 @@ static int stage(Evidence *e, IverImaEntry *ent) {
 }
 
 int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                    const uint8_t *sig, size_t sig_len) {
+                    const uint8_t *sig, size_t sig_len, bool use) {
         IverImaEntry *ent = NULL;
         IverImaTemplate t = d && d->template_ >= 0 ? d->template_ : IVER_IMA_TEMPLATE_NG;
         unsigned pcr = d && d->pcr >= 0 ? (unsigned) d->pcr : e->pcr;
@@ -360,8 +398,10 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
                 return 0;
         }
         /* the initial measurement lists each file once: tracking starts after it
-         * (no table entry for every file of a large tree) */
-        switch (e->m->initial_scan_done ? churn_note(e->churn, path, evidence_now_usec()) : CHURN_LIST) {
+         * (no table entry for every file of a large tree); a use (an exec
+         * waited for it) is always listed, whatever the inode's churn */
+        switch (e->m->initial_scan_done && !use ? churn_note(e->churn, o->id.dev, o->id.ino, path, now_usec())
+                                                : CHURN_LIST) {
         case CHURN_LIST:
                 break;
         case CHURN_LIMIT:

@@ -21,9 +21,9 @@ Evidence *evidence_free(Evidence *e);
 /* A new measurement of path: stage a list entry (dedup by template digest);
  * evidence_flush() writes it ahead of its extend. Returns 1 when a new entry
  * was staged, 0 when none was (already listed, or held back by the churn
- * limit), -errno. */
+ * limit of its inode, which a use never is), -errno. */
 int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                    const uint8_t *sig, size_t sig_len);
+                    const uint8_t *sig, size_t sig_len, bool use);
 /* A violation entry for path, as kernel IMA's ima_add_violation() writes it
  * (open_writers, ToMToU, executed before measured…): an all-zero template
  * digest in the list, all-0xFF extended into every bank. Never deduplicated.

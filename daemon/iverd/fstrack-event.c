@@ -20,7 +20,9 @@
 #include "macro.h"
 #include "manager.h"
 #include "path.h"
+#include "rest.h"
 #include "walk.h"
+#include "thread.h"
 
 #define IGNORE_MASK (FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ATTRIB | FAN_ONDIR | FAN_EVENT_ON_CHILD)
 
@@ -191,17 +193,18 @@ static int resolve_inode(FsTrack *t, TrackedFs *f, struct file_handle *fh, uint3
 
 static void note_write(FsTrack *t, uint32_t dev, uint64_t ino, bool close_write, const char *name) {
         RecentWrite *r = &t->recent[t->recent_next++ % FSTRACK_RECENT];
-        *r = (RecentWrite) { .dev = dev, .ino = ino, .usec = fstrack_now_usec(), .close = close_write };
+        *r = (RecentWrite) { .dev = dev, .ino = ino, .usec = wall_usec(), .close = close_write };
         snprintf(r->through, sizeof(r->through), "%s", name ?: "");
 }
 
 /* A write to an inode: its entry (any path) may no longer hold its digest. */
-static void on_write(FsTrack *t, TrackedFs *f, uint64_t mask, struct file_handle *ofh, const char *name) {
+static void on_write(FsTrack *t, TrackedFs *f, uint64_t mask, struct file_handle *ofh, const char *name, int pid) {
         uint32_t dev = 0;
         uint64_t ino = 0;
         if (resolve_inode(t, f, ofh, &dev, &ino) < 0)
                 return; /* deleted meanwhile: its name events remove it */
         f->writes++;
+        rest_note_change(t->m->rest, dev, ino, pid, NULL); /* not at rest: a held digest waits */
         IverCache *c = iver_context_cache(t->m->ctx);
         uint32_t idx = iver_cache_find_inode(c, dev, ino);
         if (idx == IVER_CACHE_NONE)
@@ -214,6 +217,18 @@ static void on_write(FsTrack *t, TrackedFs *f, uint64_t mask, struct file_handle
         char p[IVER_CACHE_PATH_MAX];
         (void) iver_cache_path(c, idx, p, sizeof(p));
         manager_queue(t->m, p); /* the queue keeps its own copy */
+}
+
+/* A change in a measured tree by process pid: its files are not at rest
+ * while it goes on (rest.h); a name that came to hold an inode (rename,
+ * link) moves that inode's held digest to it. */
+static void note_name(FsTrack *t, uint64_t mask, const char *path, int pid) {
+        struct stat st;
+        if ((mask & (FAN_MOVED_TO | FAN_CREATE)) && fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode))
+                rest_note_change(t->m->rest, fstrack_pack_dev(st.st_dev), (uint64_t) st.st_ino, pid, path);
+        else
+                rest_note_change(t->m->rest, 0, 0, pid, NULL);
 }
 
 static void add_ignore(FsTrack *t, int dirfd) {
@@ -257,7 +272,7 @@ static void on_event(FsTrack *t, const struct fanotify_event_metadata *md) {
         bool dir = mask & FAN_ONDIR;
 
         if ((mask & (FAN_MODIFY | FAN_CLOSE_WRITE)) && !dir && ofid)
-                on_write(t, f, mask, (struct file_handle *) ofid->handle, name);
+                on_write(t, f, mask, (struct file_handle *) ofid->handle, name, md->pid);
         if (dir && (mask & (FAN_MOVED_FROM | FAN_MOVED_TO | FAN_DELETE | FAN_DELETE_SELF)))
                 fstrack_caches_clear(t); /* cached directory paths may be wrong now */
         if (!dfid || !name || !*name || strcmp(name, ".") == 0)
@@ -287,6 +302,7 @@ static void on_event(FsTrack *t, const struct fanotify_event_metadata *md) {
                         (void) walk_add(t->m->walk, path);
                 return;
         }
+        note_name(t, mask, path, md->pid);
         if (mask & FAN_CLOSE_WRITE)
                 iver_check_invalidate(t->m->ctx, path);
         /* deletions and moves away: the check sees ENOENT and drops the entry */
@@ -321,10 +337,7 @@ int fstrack_drain(FsTrack *t, unsigned rounds) {
                         if (md->fd >= 0)
                                 close(md->fd); /* never with FID reporting; be safe */
                         if (md->mask & FAN_Q_OVERFLOW) {
-                                t->overflows++;
-                                log_warning("fanotify queue overflowed: events were lost, rescanning everything");
-                                fstrack_coverage_break(t, FSTRACK_FANOTIFY);
-                                (void) manager_rescan(t->m);
+                                fstrack_overflowed(t);
                                 continue;
                         }
                         on_event(t, md);

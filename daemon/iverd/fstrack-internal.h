@@ -16,6 +16,7 @@
 #define FSTRACK_RECENT 256        /* last write events, for explain */
 #define FSTRACK_SLOTS 1024        /* direct-mapped handle caches */
 #define FSTRACK_IGNORES_MAX 8192  /* ignore marks on unmeasured directories */
+#define FSTRACK_OVERFLOW_RESCAN_USEC (30 * 1000000ULL) /* at most one rescan for lost events per 30 s */
 
 typedef struct TrackedFs {
         uint32_t dev;
@@ -66,9 +67,12 @@ struct FsTrack {
         unsigned n_retired;
         uint64_t drain_seq, flagged_seq; /* one coverage break per drain flags the cache once */
         uint64_t events, overflows;
+        bool unlimited;           /* FAN_UNLIMITED_QUEUE: no overflow (CAP_SYS_ADMIN) */
+        uint64_t overflow_rescan_usec; /* monotonic: the last rescan for lost events */
+        unsigned overflows_pending;    /* overflows since, waiting for rescan_timer */
+        sd_event_source *rescan_timer;
 };
 
-uint64_t fstrack_now_usec(void);
 uint32_t fstrack_pack_dev(dev_t d);
 TrackedFs *fstrack_find_dev(FsTrack *t, uint32_t dev);
 
@@ -77,4 +81,8 @@ int fstrack_on_events(sd_event_source *s, int fd, uint32_t revents, void *userda
  * queue is empty, -EAGAIN when events are left, -errno on error. */
 int fstrack_drain(FsTrack *t, unsigned rounds);
 void fstrack_caches_clear(FsTrack *t);
+/* The queue overflowed: coverage restarts (every entry counts as written, so
+ * a moved cookie re-hashes) and a rescan finds what else was missed, at most
+ * one per FSTRACK_OVERFLOW_RESCAN_USEC however often it overflows. */
+void fstrack_overflowed(FsTrack *t);
 void fstrack_flush_ignores(FsTrack *t);

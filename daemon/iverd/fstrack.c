@@ -19,18 +19,13 @@
 #include "macro.h"
 #include "manager.h"
 #include "path.h"
+#include "thread.h"
 
 static const char *const mode_names[_FSTRACK_MODE_MAX] = {
         [FSTRACK_FANOTIFY] = "fanotify-fid",
         [FSTRACK_INOTIFY] = "inotify",
         [FSTRACK_RESCAN_ONLY] = "rescan-only",
 };
-
-uint64_t fstrack_now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
 
 uint32_t fstrack_pack_dev(dev_t d) {
         return (major(d) << 20) | (minor(d) & 0xfffffU);
@@ -42,15 +37,28 @@ int fstrack_new(Manager *m, FsTrack **ret) {
                 return -ENOMEM;
         t->m = m;
         t->ignores_ok = true;
-        t->fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | FAN_REPORT_FID | FAN_CLOEXEC | FAN_NONBLOCK,
-                              O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+        /* unlimited (CAP_SYS_ADMIN; the kernel charges the daemon's memory):
+         * a write storm cannot make it lose events; else overflows are
+         * handled by fstrack_overflowed() */
+        unsigned flags = FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | FAN_REPORT_FID | FAN_CLOEXEC | FAN_NONBLOCK;
+        bool bounded = getenv("IVERD_TEST_BOUNDED_QUEUE"); /* test knob: as without CAP_SYS_ADMIN */
+        t->fd = bounded ? -1 : fanotify_init(flags | FAN_UNLIMITED_QUEUE, O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+        t->unlimited = t->fd >= 0;
+        if (t->fd < 0 && (bounded || errno == EPERM))
+                t->fd = fanotify_init(flags, O_RDONLY | O_LARGEFILE | O_CLOEXEC);
         if (t->fd < 0) {
                 t->init_error = errno;
                 log_notice("Whole-filesystem tracking unavailable (fanotify with file handles: %s): inotify watches; "
                            "every changed file is re-hashed", strerror(errno));
         } else {
                 int r = sd_event_add_io(m->event, &t->source, t->fd, EPOLLIN, fstrack_on_events, t);
+                /* after uses and finished measurements (a write storm must not
+                 * delay an exec held for its measurement), before scan work;
+                 * checks drain the queue first anyway (fstrack_sync) */
+                if (r >= 0)
+                        r = sd_event_source_set_priority(t->source, SD_EVENT_PRIORITY_NORMAL + 10);
                 if (r < 0) {
+                        sd_event_source_disable_unref(t->source);
                         close(t->fd);
                         free(t);
                         return r;
@@ -70,6 +78,7 @@ FsTrack *fstrack_free(FsTrack *t) {
                 free(t->fs[i].mount);
         fstrack_caches_clear(t);
         sd_event_source_disable_unref(t->source);
+        sd_event_source_disable_unref(t->rescan_timer);
         if (t->fd >= 0)
                 close(t->fd);
         free(t);
@@ -217,7 +226,7 @@ bool fstrack_add_dir(FsTrack *t, const char *dir) {
         else
                 snprintf(f->fstype, sizeof(f->fstype), "0x%llx", (unsigned long long) sfs.f_type);
         f->mode = choose_mode(t, dir, &sfs, &f->why);
-        f->coverage_since = fstrack_now_usec();
+        f->coverage_since = wall_usec();
         t->n_fs++;
         if (f->mode == FSTRACK_FANOTIFY) {
                 /* what was measured before the mark (a restored snapshot, an
@@ -243,7 +252,7 @@ void fstrack_note_unwatched(FsTrack *t, const char *dir) {
 void fstrack_coverage_break(FsTrack *t, FsTrackMode mode) {
         if (!t)
                 return;
-        uint64_t now = fstrack_now_usec();
+        uint64_t now = wall_usec();
         bool any = false;
         for (unsigned i = 0; i < t->n_fs; i++)
                 if (t->fs[i].mode == mode || (mode == FSTRACK_INOTIFY && t->fs[i].mode == FSTRACK_RESCAN_ONLY)) {
@@ -256,6 +265,39 @@ void fstrack_coverage_break(FsTrack *t, FsTrackMode mode) {
                 flag_written(t, NULL);
                 t->flagged_seq = t->drain_seq;
         }
+}
+
+static void overflow_rescan(FsTrack *t) {
+        log_warning("fanotify queue overflowed (%u times since the last rescan for it): events were lost, rescanning",
+                    t->overflows_pending);
+        t->overflows_pending = 0;
+        t->overflow_rescan_usec = now_usec();
+        (void) manager_rescan(t->m);
+}
+
+static int on_rescan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        FsTrack *t = userdata;
+        if (t->overflows_pending > 0)
+                overflow_rescan(t);
+        return 0;
+}
+
+void fstrack_overflowed(FsTrack *t) {
+        t->overflows++;
+        t->overflows_pending++;
+        fstrack_coverage_break(t, FSTRACK_FANOTIFY);
+        uint64_t now = now_usec();
+        if (t->overflow_rescan_usec == 0 || now >= t->overflow_rescan_usec + FSTRACK_OVERFLOW_RESCAN_USEC) {
+                overflow_rescan(t);
+                return;
+        }
+        /* one rescan at the end of the interval covers every overflow in it */
+        uint64_t at = t->overflow_rescan_usec + FSTRACK_OVERFLOW_RESCAN_USEC;
+        if (t->rescan_timer) {
+                (void) sd_event_source_set_time(t->rescan_timer, at);
+                (void) sd_event_source_set_enabled(t->rescan_timer, SD_EVENT_ONESHOT);
+        } else if (sd_event_add_time(t->m->event, &t->rescan_timer, CLOCK_MONOTONIC, at, 0, on_rescan_timer, t) < 0)
+                overflow_rescan(t); /* no timer: rescan now rather than never */
 }
 
 void fstrack_policy_changed(FsTrack *t) {
@@ -336,7 +378,7 @@ static json_object *fs_json(const TrackedFs *f) {
                 json_object_object_add(e, "why", json_object_new_string(f->why));
         json_object_object_add(e, "coverage_since", iso_time(f->coverage_since));
         json_object_object_add(e, "coverage_seconds",
-                               json_object_new_uint64((fstrack_now_usec() - f->coverage_since) / 1000000));
+                               json_object_new_uint64((wall_usec() - f->coverage_since) / 1000000));
         json_object_object_add(e, "events", json_object_new_uint64(f->events));
         json_object_object_add(e, "write_events", json_object_new_uint64(f->writes));
         return e;

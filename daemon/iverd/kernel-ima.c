@@ -16,16 +16,11 @@ const char *kernel_ima_dir(void) {
         return d && d[0] == '/' ? d : KERNEL_IMA_DIR;
 }
 
-static int read_all(const char *dir, const char *name, uint8_t **ret, size_t *ret_size) {
-        _cleanup_free_ char *path = NULL;
+/* fd's bytes from offset to EOF (pread: a seq_file serves any offset). */
+static int read_from(int fd, uint64_t offset, uint8_t **ret, size_t *ret_size) {
         _cleanup_free_ uint8_t *buf = NULL;
         size_t size = 0, alloc = 0;
 
-        if (asprintf(&path, "%s/%s", dir, name) < 0)
-                return -ENOMEM;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
         for (;;) {
                 if (alloc - size < 65536) {
                         size_t na = alloc ? alloc * 2 : 131072;
@@ -35,7 +30,7 @@ static int read_all(const char *dir, const char *name, uint8_t **ret, size_t *re
                         buf = nb;
                         alloc = na;
                 }
-                ssize_t n = read(fd, buf + size, alloc - size);
+                ssize_t n = pread(fd, buf + size, alloc - size, (off_t) (offset + size));
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -47,6 +42,45 @@ static int read_all(const char *dir, const char *name, uint8_t **ret, size_t *re
         }
         *ret = TAKE_PTR(buf);
         *ret_size = size;
+        return 0;
+}
+
+static int read_all(const char *dir, const char *name, uint8_t **ret, size_t *ret_size) {
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/%s", dir, name) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        return read_from(fd, 0, ret, ret_size);
+}
+
+int kernel_ima_open(const char *dir) {
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/%s", dir, IVER_IMA_BINARY_FILE) < 0)
+                return -ENOMEM;
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        return fd < 0 ? -errno : fd;
+}
+
+int kernel_ima_read_fd(int fd, uint64_t offset, IverImaLog *l) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t size = 0, off = 0;
+        int r = read_from(fd, offset, &buf, &size);
+        if (r < 0)
+                return r;
+        while (off < size) {
+                IverImaEntry *e = NULL;
+                r = iver_imalog_entry_from_binary(buf + off, size - off, &e);
+                if (r < 0)
+                        return r == -ENODATA ? -EBADMSG : r;
+                off += (size_t) r;
+                r = iver_imalog_push(l, e);
+                if (r < 0) {
+                        iver_imalog_entry_free(e);
+                        return r;
+                }
+        }
         return 0;
 }
 
@@ -97,6 +131,20 @@ int kernel_ima_read(const char *dir, size_t from, IverImaLog *l, size_t *ret_cou
         }
         *ret_count = i;
         return 0;
+}
+
+int kernel_ima_uses(const char *dir, unsigned pcr) {
+        _cleanup_(iver_imalog_freep) IverImaLog *k = NULL;
+        size_t n = 0;
+        int r = iver_imalog_new(&k);
+        if (r < 0)
+                return r;
+        r = kernel_ima_read(dir, 0, k, &n);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        return n > 0 && iver_imalog_get(k, 0)->pcr == pcr;
 }
 
 bool kernel_ima_same(const IverImaEntry *a, const IverImaEntry *b) {

@@ -20,8 +20,16 @@ const char *kernel_ima_dir(void);
  * listed. -ENOENT when the kernel keeps no list (no IMA, no securityfs);
  * -EOPNOTSUPP for an entry of a template iverd cannot replay. */
 int kernel_ima_read(const char *dir, size_t from, IverImaLog *l, size_t *ret_count);
+/* The kernel's binary list, opened to be read again and again from an
+ * offset (kernel_ima_read_fd): an fd, or -errno. */
+int kernel_ima_open(const char *dir);
+/* Every entry from byte offset (an entry boundary) to the end, appended to l. */
+int kernel_ima_read_fd(int fd, uint64_t offset, IverImaLog *l);
 /* runtime_measurements_count in dir: cheap, read before the list. */
 int kernel_ima_count(const char *dir, size_t *ret);
+/* Whether the kernel keeps a list whose first entry names pcr: 1, 0 (no
+ * list, or another PCR), -errno (-EOPNOTSUPP: a template iverd cannot read). */
+int kernel_ima_uses(const char *dir, unsigned pcr);
 /* Whether two entries are the same record (PCR, template, digest, data). */
 bool kernel_ima_same(const IverImaEntry *a, const IverImaEntry *b);
 /* Continue the kernel's list in f (iverd's list, PCR pcr): when the kernel

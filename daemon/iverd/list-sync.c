@@ -6,11 +6,12 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "list-sync.h"
+#include "thread.h"
+
+#define JOIN_USEC (5 * 1000000ULL)
 
 struct ListSync {
         pthread_t thread;
@@ -28,11 +29,6 @@ struct ListSync {
         int error;
         bool stop;
 };
-
-static void notify(ListSync *ls) {
-        uint64_t one = 1;
-        (void) !write(ls->efd, &one, sizeof(one));
-}
 
 static void *run(void *userdata) {
         ListSync *ls = userdata;
@@ -67,7 +63,7 @@ static void *run(void *userdata) {
                         if (r < 0)
                                 ls->error = r;
                 }
-                notify(ls);
+                notify_send(ls->efd);
         }
         pthread_mutex_unlock(&ls->lock);
         return NULL;
@@ -84,12 +80,14 @@ int list_sync_new(int fd, TpmThread *tpm, ListSync **ret) {
         pthread_mutex_init(&ls->lock, NULL);
         pthread_cond_init(&ls->cond, NULL);
         ls->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        ls->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (ls->fd < 0 || ls->efd < 0) {
+        if (ls->fd < 0) {
                 r = -errno;
                 goto fail;
         }
-        r = -pthread_create(&ls->thread, NULL, run, ls);
+        ls->efd = r = notify_new();
+        if (r < 0)
+                goto fail;
+        r = thread_start(&ls->thread, run, ls);
         if (r < 0)
                 goto fail;
         ls->started = true;
@@ -104,17 +102,9 @@ ListSync *list_sync_free(ListSync *ls) {
         if (!ls)
                 return NULL;
         if (ls->started) {
-                pthread_mutex_lock(&ls->lock);
-                ls->stop = true;
-                pthread_cond_signal(&ls->cond);
-                pthread_mutex_unlock(&ls->lock);
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_sec += 5;
-                if (pthread_timedjoin_np(ls->thread, NULL, &ts) != 0) {
-                        pthread_detach(ls->thread);
+                thread_request_stop(&ls->lock, &ls->cond, &ls->stop);
+                if (thread_join(ls->thread, JOIN_USEC) < 0)
                         return ls;      /* stuck in fdatasync on a hung disk */
-                }
         }
         if (ls->fd >= 0)
                 close(ls->fd);
@@ -154,6 +144,5 @@ int list_sync_fd(const ListSync *ls) {
 }
 
 void list_sync_ack(ListSync *ls) {
-        uint64_t v;
-        (void) !read(ls->efd, &v, sizeof(v));
+        notify_ack(ls->efd);
 }

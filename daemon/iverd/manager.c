@@ -25,6 +25,7 @@
 #include "persist.h"
 #include "rundir.h"
 #include "recheck.h"
+#include "rest.h"
 #include "settings.h"
 #include "walk.h"
 #include "watch.h"
@@ -187,7 +188,8 @@ static void sweep(Manager *m) {
 
 bool manager_settled(const Manager *m) {
         return queue_queued(m->queue) == 0 && queue_inflight(m->queue) == 0 && checker_use_jobs() == 0 && !walk_busy(m->walk) &&
-               !recheck_pending_soon(m->recheck) && !(m->evidence && evidence_pending(m->evidence));
+               !recheck_pending_soon(m->recheck) && rest_pending(m->rest) == 0 &&
+               !(m->evidence && evidence_pending(m->evidence));
 }
 
 static void send_status(Manager *m) {
@@ -314,6 +316,36 @@ static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 
 /* ---- lifecycle ---- */
 
+static void rest_list(void *userdata, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
+                      bool audit, const uint8_t *sig, size_t sig_len, bool use) {
+        checker_rested(userdata, path, o, d, audit, sig, sig_len, use);
+}
+
+static void rest_check(void *userdata, const char *path) {
+        manager_queue(userdata, path);
+}
+
+static void rest_sync(void *userdata) {
+        Manager *m = userdata;
+        fstrack_sync(m->fstrack);
+}
+
+static void rest_changed(void *userdata) {
+        Manager *m = userdata;
+        (void) evidence_flush(m->evidence);
+        manager_maybe_settled(m);
+}
+
+static int rest_setup(Manager *m) {
+        static const RestCallbacks cb = {
+                .list = rest_list,
+                .check = rest_check,
+                .sync = rest_sync,
+                .changed = rest_changed,
+        };
+        return rest_new(m->event, &cb, m, &m->rest);
+}
+
 /* Every failure is logged once: here, or by the component that decided
  * (settings_* hand their message back; rundir_prepare, evidence_new,
  * control_new log theirs). `ex` is the exit status of the
@@ -425,7 +457,7 @@ int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
                 goto fail;
         }
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_OFF);
-        if ((r = fstrack_new(m, &m->fstrack)) < 0 || (r = mounts_new(m, &m->mounts)) < 0 ||
+        if ((r = rest_setup(m)) < 0 || (r = fstrack_new(m, &m->fstrack)) < 0 || (r = mounts_new(m, &m->mounts)) < 0 ||
             (r = walk_new(m, &m->walk)) < 0 || (r = watch_new(m, &m->watch)) < 0 ||
             (r = recheck_new(m, &m->recheck)) < 0) {
                 /* these log only what they carry on without (no fanotify, no mountinfo) */
@@ -470,6 +502,7 @@ Manager *manager_free(Manager *m) {
         workers_free(m->workers);
         evidence_free(m->evidence);
         recheck_free(m->recheck);
+        rest_free(m->rest);
         walk_free(m->walk);
         watch_free(m->watch);
         mounts_free(m->mounts);

@@ -22,6 +22,7 @@ typedef struct Control Control;
 typedef struct Evidence Evidence;
 typedef struct OnAccess OnAccess;
 typedef struct Recheck Recheck;
+typedef struct Rest Rest;
 
 /* Command-line settings that override the config file (NULL / -1: not given). */
 typedef struct Overrides {
@@ -57,6 +58,7 @@ typedef struct Manager {
                                          * (no TPM is the "none" TPM, not a missing Evidence) */
         OnAccess *onaccess;             /* fanotify triggers (NULL: OnAccess=none) */
         Recheck *recheck;               /* provisional files to look at again */
+        Rest *rest;                     /* digests held until their names come to rest */
         sd_event_source *worker_source, *rescan_timer, *status_timer, *dispatch_source;
 
         /* progress and counters for status */

@@ -19,14 +19,10 @@
 
 #include "checker.h"
 #include "log.h"
+#include "macro.h"
 #include "manager.h"
 #include "onaccess-internal.h"
-
-uint64_t oa_now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
+#include "thread.h"
 
 static ssize_t find(const OnAccess *o, uint64_t id) {
         for (size_t i = 0; i < o->n; i++)
@@ -56,8 +52,8 @@ Waiter *oa_push(OnAccess *o, int fd, WaiterState state, bool exec) {
                 o->cap = cap;
         }
         Waiter *w = &o->w[o->n++];
-        *w = (Waiter) { .id = __atomic_add_fetch(&o->next_id, 1, __ATOMIC_RELAXED), .fd = fd, .state = state, .exec = exec, .answered = state == W_NOTE,
-                        .deadline = oa_now_usec() + o->timeout_usec };
+        *w = (Waiter) { .id = __atomic_add_fetch(&o->next_id, 1, __ATOMIC_RELAXED), .fd = fd, .state = state, .exec = exec,
+                        .deadline = now_usec() + o->timeout_usec };
         return w;
 }
 
@@ -69,7 +65,7 @@ void *oa_thread_main(void *arg) {
         uint64_t stall_seen = 0, stall_since = 0;
         bool stall_watch = false;
         for (;;) {
-                uint64_t now = oa_now_usec(), next = UINT64_MAX;
+                uint64_t now = now_usec(), next = UINT64_MAX;
                 bool fired = false;
                 pthread_mutex_lock(&o->lock);
                 if (o->stopping) {
@@ -91,7 +87,7 @@ void *oa_thread_main(void *arg) {
                 pthread_mutex_unlock(&o->lock);
                 uint64_t drained = GET(o->drained);
                 if (fired)
-                        oa_wake(o->loop_efd);
+                        notify_send(o->loop_efd);
 
                 struct pollfd p[2] = { { .fd = o->thread_efd, .events = POLLIN }, { .fd = o->fd, .events = POLLIN } };
                 nfds_t nfds = reader || !stall_watch ? 2 : 1;
@@ -101,10 +97,8 @@ void *oa_thread_main(void *arg) {
                 int ms = until == UINT64_MAX ? -1 : until <= now ? 0 : (int) ((until - now + 999) / 1000);
                 if (poll(p, nfds, ms) < 0)
                         continue;
-                if (p[0].revents & POLLIN) {
-                        uint64_t v;
-                        (void) !read(o->thread_efd, &v, sizeof(v));
-                }
+                if (p[0].revents & POLLIN)
+                        notify_ack(o->thread_efd);
                 bool pending = nfds == 2 && (p[1].revents & POLLIN);
                 if (reader) {
                         if (pending)
@@ -116,8 +110,8 @@ void *oa_thread_main(void *arg) {
                 if (pending) {
                         stall_watch = true;
                         stall_seen = drained;
-                        stall_since = oa_now_usec();
-                } else if (stall_watch && oa_now_usec() >= stall_since + STALL_USEC) {
+                        stall_since = now_usec();
+                } else if (stall_watch && now_usec() >= stall_since + STALL_USEC) {
                         bool stuck = GET(o->drained) == stall_seen;
                         if (stuck) {
                                 INC(o->stalled_reads);
@@ -129,34 +123,44 @@ void *oa_thread_main(void *arg) {
         return NULL;
 }
 
-/* On the loop: what the thread handed over (uses, timeouts, notes). */
-int oa_on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        OnAccess *o = userdata;
-        uint64_t v;
-        (void) !read(fd, &v, sizeof(v));
-        pthread_mutex_lock(&o->lock);
-        if (o->overflowed) {
+/* On the loop: a violation entry for each use allowed without a check
+ * (named by what the thread knew of it), and one for a queue overflow. */
+static void list_unchecked(OnAccess *o) {
+        Unchecked u[64];
+        size_t n;
+        uint64_t lost;
+        bool overflowed;
+        do {
+                pthread_mutex_lock(&o->lock);
+                n = MIN(o->n_unchecked, ELEMENTSOF(u));
+                o->n_unchecked -= n;
+                memcpy(u, o->unchecked_uses + o->n_unchecked, n * sizeof(Unchecked));
+                lost = o->unchecked_lost;
+                o->unchecked_lost = 0;
+                overflowed = o->overflowed;
                 o->overflowed = false;
                 pthread_mutex_unlock(&o->lock);
-                log_warning("fanotify queue overflowed: rescanning");
-                (void) manager_rescan(o->m);
-                pthread_mutex_lock(&o->lock);
-        }
+                for (size_t i = 0; i < n; i++) {
+                        checker_unchecked_use(o->m, u[i].path, u[i].dev, u[i].ino, u[i].exec,
+                                              "unmeasured: used before measured (too many waiting)");
+                        free(u[i].path);
+                }
+                if (lost > 0)
+                        checker_unchecked_use(o->m, NULL, 0, 0, true, "unmeasured: uses allowed unchecked (too many waiting)");
+                if (overflowed)
+                        checker_unchecked_use(o->m, NULL, 0, 0, true, "unmeasured: uses allowed by the kernel (on-access queue overflow)");
+        } while (n == ELEMENTSOF(u));
+}
+
+/* On the loop: what the thread handed over (uses, timeouts, unchecked). */
+int oa_on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        OnAccess *o = userdata;
+        notify_ack(fd);
+        list_unchecked(o);
+        pthread_mutex_lock(&o->lock);
         for (size_t i = 0; i < o->n;) {
                 Waiter *w = &o->w[i];
                 char path[PATH_MAX + 1];
-                if (w->state == W_NOTE) {
-                        int nfd = w->fd;
-                        w->fd = -1; /* ours now */
-                        drop(o, i);
-                        pthread_mutex_unlock(&o->lock);
-                        if (oa_fd_path(nfd, path, sizeof(path)) >= 0)
-                                oa_note_closed(o, nfd, path);
-                        close(nfd);
-                        pthread_mutex_lock(&o->lock);
-                        i = 0;
-                        continue;
-                }
                 if (w->state == W_NEW) {
                         uint64_t id = w->id;
                         int efd = w->fd;
@@ -253,12 +257,14 @@ void oa_stop(OnAccess *o) {
                 }
         pthread_mutex_unlock(&o->lock);
         if (o->thread_running) {
-                oa_wake(o->thread_efd);
-                pthread_join(o->thread, NULL);
+                notify_send(o->thread_efd);
+                (void) thread_join(o->thread, UINT64_MAX); /* it only polls: it ends at once */
                 o->thread_running = false;
         }
         while (o->n > 0)
                 drop(o, o->n - 1);
+        while (o->n_unchecked > 0)
+                free(o->unchecked_uses[--o->n_unchecked].path);
         close(o->fd);
         o->fd = -1;
 }

@@ -14,6 +14,7 @@
 
 #define MAX_FS 64
 #define MAX_WAITERS 4096
+#define MAX_UNCHECKED 1024       /* uses allowed unchecked, waiting for their violation entry */
 #define STALL_USEC 100000ULL     /* the loop left events unread this long: the thread reads */
 #define INC(x) __atomic_fetch_add(&(x), 1, __ATOMIC_RELAXED)
 #define GET(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -22,7 +23,6 @@ typedef enum WaiterState {
         W_NEW,       /* read by the thread; the loop has not looked yet */
         W_BUSY,      /* the loop is looking (checker_use) */
         W_HASHING,   /* its measurement is submitted */
-        W_NOTE,      /* a close-write read by the thread: no answer due */
 } WaiterState;
 
 typedef struct Waiter {
@@ -39,6 +39,15 @@ typedef struct Waiter {
         char *path;
 } Waiter;
 
+/* A use allowed without a check (no waiter slot): what the thread knew of
+ * it, for the violation entry the loop lists. */
+typedef struct Unchecked {
+        char *path;          /* as the event fd's link showed it, or NULL */
+        uint32_t dev;        /* packed as IverStat.dev; 0: unknown */
+        uint64_t ino;
+        bool exec;
+} Unchecked;
+
 struct OnAccess {
         Manager *m;
         IverOnAccess mode;
@@ -49,9 +58,13 @@ struct OnAccess {
         unsigned n_devs;
         pid_t self;
 
-        pthread_mutex_t lock; /* the waiters, stopping, overflowed */
+        pthread_mutex_t lock; /* the waiters, the unchecked, stopping, overflowed */
         Waiter *w;
         size_t n, cap;
+        Unchecked unchecked_uses[MAX_UNCHECKED];
+        size_t n_unchecked;
+        uint64_t unchecked_lost;      /* beyond the ring: counted in one entry */
+        bool unlimited;               /* FAN_UNLIMITED_QUEUE: the kernel never drops a use */
         uint64_t next_id, drained;    /* relaxed atomics */
         bool stopping, overflowed;
         int loop_efd, thread_efd;
@@ -59,18 +72,18 @@ struct OnAccess {
         bool thread_running;
 
         /* counters (relaxed atomics: both threads count) */
-        uint64_t events, self_allowed, cached, measured, timeouts, unchecked, stalled_reads;
+        uint64_t events, self_allowed, cached, measured, timeouts, unchecked, stalled_reads, overflows;
 };
 
-uint64_t oa_now_usec(void);
-void oa_wake(int efd);
 /* FAN_ALLOW for the event whose fd is fd. */
 void oa_respond(OnAccess *o, int fd);
 int oa_fd_path(int fd, char *buf, size_t n);
 /* Under the lock: a new waiter (deadline now + timeout), or NULL (full). */
 Waiter *oa_push(OnAccess *o, int fd, WaiterState state, bool exec);
-/* A writer closed fd (named path). */
-void oa_note_closed(OnAccess *o, int fd, const char *path);
+/* A use the daemon cannot wait for (no waiter slot): allowed now; its
+ * violation entry is listed by the loop (oa_on_wake). Any thread; not under
+ * the lock. */
+void oa_allow_unchecked(OnAccess *o, int fd, bool exec);
 /* Read what the group has; on the thread, uses become W_NEW waiters. */
 void oa_read_events(OnAccess *o, bool on_thread);
 void *oa_thread_main(void *arg);

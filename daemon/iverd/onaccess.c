@@ -28,11 +28,7 @@
 #include "log.h"
 #include "manager.h"
 #include "onaccess-internal.h"
-
-void oa_wake(int efd) {
-        uint64_t one = 1;
-        (void) !write(efd, &one, sizeof(one));
-}
+#include "thread.h"
 
 void oa_respond(OnAccess *o, int fd) {
         struct fanotify_response r = { .fd = fd, .response = FAN_ALLOW };
@@ -49,10 +45,28 @@ int oa_fd_path(int fd, char *buf, size_t n) {
         return 0;
 }
 
-/* A writer closed path: its cached digest is not to be trusted without a
- * look (stores through a shared mapping move no timestamp on tmpfs). */
-void oa_note_closed(OnAccess *o, int fd, const char *path) {
-        checker_closed(o->m, fd, path);
+void oa_allow_unchecked(OnAccess *o, int fd, bool exec) {
+        char path[PATH_MAX + 1];
+        struct stat st;
+        Unchecked u = { .exec = exec };
+        if (fstat(fd, &st) == 0) {
+                u.dev = (major(st.st_dev) << 20) | (minor(st.st_dev) & 0xfffffU);
+                u.ino = (uint64_t) st.st_ino;
+        }
+        if (oa_fd_path(fd, path, sizeof(path)) >= 0)
+                u.path = strdup(path);
+        oa_respond(o, fd);
+        close(fd);
+        INC(o->unchecked);
+        pthread_mutex_lock(&o->lock);
+        if (o->n_unchecked < MAX_UNCHECKED)
+                o->unchecked_uses[o->n_unchecked++] = u;
+        else {
+                free(u.path);
+                o->unchecked_lost++;
+        }
+        pthread_mutex_unlock(&o->lock);
+        notify_send(o->loop_efd);
 }
 
 /* On the loop: a use read by the loop itself (exec mode). */
@@ -80,14 +94,11 @@ static void use_inline(OnAccess *o, int fd, bool exec, int pid) {
                 o->n--;
         pthread_mutex_unlock(&o->lock);
         if (w && p) {
-                oa_wake(o->thread_efd); /* a new deadline */
+                notify_send(o->thread_efd); /* a new deadline */
                 return;
         }
         /* cannot wait for it: allow now, and say so in the list */
-        oa_respond(o, fd);
-        close(fd);
-        INC(o->unchecked);
-        checker_violation(o->m, path, u.measure ? &u.d : NULL, u.algo, "unmeasured: used before measured (too many waiting)");
+        oa_allow_unchecked(o, fd, exec);
 }
 
 /* Read what the group has. On the thread, uses become waiters for the loop. */
@@ -103,16 +114,23 @@ void oa_read_events(OnAccess *o, bool on_thread) {
                 for (struct fanotify_event_metadata *ev = (void *) buf; FAN_EVENT_OK(ev, n); ev = FAN_EVENT_NEXT(ev, n)) {
                         bool perm = ev->mask & (FAN_OPEN_PERM | FAN_OPEN_EXEC_PERM);
                         if (ev->fd < 0) {
+                                /* the kernel allowed uses it could not queue
+                                 * (a bounded queue only): the loop lists it */
                                 if (ev->mask & FAN_Q_OVERFLOW) {
+                                        INC(o->overflows);
                                         pthread_mutex_lock(&o->lock);
                                         o->overflowed = true;
                                         pthread_mutex_unlock(&o->lock);
-                                        oa_wake(o->loop_efd);
+                                        notify_send(o->loop_efd);
                                 }
                                 continue;
                         }
                         INC(o->events);
-                        if (perm && (ev->pid == o->self || ev->vers != FANOTIFY_METADATA_VERSION)) {
+                        if (!perm) { /* the group asks for nothing else; be safe */
+                                close(ev->fd);
+                                continue;
+                        }
+                        if (ev->pid == o->self || ev->vers != FANOTIFY_METADATA_VERSION) {
                                 /* our own opens (hashing, state files): never wait for ourselves */
                                 oa_respond(o, ev->fd);
                                 close(ev->fd);
@@ -122,32 +140,21 @@ void oa_read_events(OnAccess *o, bool on_thread) {
                         bool exec = ev->mask & FAN_OPEN_EXEC_PERM;
                         if (on_thread) {
                                 pthread_mutex_lock(&o->lock);
-                                Waiter *w = oa_push(o, ev->fd, perm ? W_NEW : W_NOTE, exec);
+                                Waiter *w = oa_push(o, ev->fd, W_NEW, exec);
                                 if (w)
                                         w->pid = ev->pid;
                                 pthread_mutex_unlock(&o->lock);
-                                if (!w) {
-                                        if (perm)
-                                                oa_respond(o, ev->fd);
-                                        close(ev->fd);
-                                        INC(o->unchecked);
-                                }
+                                if (!w)
+                                        oa_allow_unchecked(o, ev->fd, exec);
                                 continue;
                         }
-                        if (perm)
-                                use_inline(o, ev->fd, exec, ev->pid);
-                        else {
-                                char path[PATH_MAX + 1];
-                                if (ev->pid != o->self && oa_fd_path(ev->fd, path, sizeof(path)) >= 0)
-                                        oa_note_closed(o, ev->fd, path);
-                                close(ev->fd);
-                        }
+                        use_inline(o, ev->fd, exec, ev->pid);
                 }
                 if (drained)
                         break;
         }
         if (on_thread)
-                oa_wake(o->loop_efd);
+                notify_send(o->loop_efd);
 }
 
 static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -186,28 +193,49 @@ int onaccess_new(Manager *m, IverOnAccess mode, uint64_t timeout_usec, OnAccess 
         o->mode = mode;
         o->self = getpid();
         o->timeout_usec = timeout_usec ?: IVER_CONF_DEFAULT_ON_ACCESS_TIMEOUT_USEC;
-        o->mask = FAN_OPEN_EXEC_PERM | FAN_CLOSE_WRITE | (mode == IVER_ON_ACCESS_OPEN ? FAN_OPEN_PERM : 0);
+        /* uses only: writes are the change tracker's (fstrack.c), so a write
+         * storm never queues ahead of, or takes the waiter slots of, a use */
+        o->mask = FAN_OPEN_EXEC_PERM | (mode == IVER_ON_ACCESS_OPEN ? FAN_OPEN_PERM : 0);
         o->loop_efd = o->thread_efd = -1;
         pthread_mutex_init(&o->lock, NULL);
-        o->fd = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+        /* The kernel allows a permission event it cannot queue, with no
+         * event: an unlimited queue (its memory is charged to the daemon)
+         * makes every use wait for an answer. Without CAP_SYS_ADMIN the
+         * queue is fs.fanotify.max_queued_events long, and an overflow is
+         * listed as a violation entry. */
+        unsigned flags = FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK;
+        bool bounded = getenv("IVERD_TEST_BOUNDED_QUEUE"); /* test knob: as without CAP_SYS_ADMIN */
+        o->fd = bounded ? -1 : fanotify_init(flags | FAN_UNLIMITED_QUEUE, O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+        o->unlimited = o->fd >= 0;
+        if (o->fd < 0 && (bounded || errno == EPERM)) {
+                o->fd = fanotify_init(flags, O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+                if (o->fd >= 0)
+                        log_notice("On-access queue bounded (no CAP_SYS_ADMIN for FAN_UNLIMITED_QUEUE): "
+                                   "uses the kernel cannot queue are listed as one violation entry per overflow");
+        }
         int r = o->fd < 0 ? -errno : 0;
         /* an inode mark on "/" tells whether this kernel knows the events (FAN_OPEN_EXEC_PERM: 5.0) */
         if (r == 0 && fanotify_mark(o->fd, FAN_MARK_ADD, o->mask, AT_FDCWD, "/") < 0)
                 r = -errno;
         if (r == 0)
                 (void) fanotify_mark(o->fd, FAN_MARK_REMOVE, o->mask, AT_FDCWD, "/");
-        if (r == 0 && ((o->loop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
-                       (o->thread_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0))
-                r = -errno;
+        if (r == 0 && (o->loop_efd = notify_new()) < 0)
+                r = o->loop_efd;
+        if (r == 0 && (o->thread_efd = notify_new()) < 0)
+                r = o->thread_efd;
         if (r == 0 && (r = sd_event_add_io(m->event, &o->source, o->fd, EPOLLIN, on_event, o)) >= 0 &&
             (r = sd_event_add_io(m->event, &o->wake_source, o->loop_efd, EPOLLIN, oa_on_wake, o)) >= 0)
                 r = sd_event_add_exit(m->event, &o->exit_source, on_exit_event, o);
+        /* uses before anything else the loop has to do (change events of a
+         * write storm, scan work): a held use waits for the loop */
+        if (r >= 0 && (r = sd_event_source_set_priority(o->source, SD_EVENT_PRIORITY_IMPORTANT)) >= 0)
+                r = sd_event_source_set_priority(o->wake_source, SD_EVENT_PRIORITY_IMPORTANT);
         r = r < 0 ? r : 0;
         /* in open mode the thread reads; the loop must not compete with it */
         if (r == 0 && mode == IVER_ON_ACCESS_OPEN)
                 (void) sd_event_source_set_enabled(o->source, SD_EVENT_OFF);
         if (r == 0) {
-                r = -pthread_create(&o->thread, NULL, oa_thread_main, o);
+                r = thread_start(&o->thread, oa_thread_main, o);
                 o->thread_running = r == 0;
         }
         if (r < 0) {
@@ -273,4 +301,6 @@ void onaccess_status(const OnAccess *o, json_object *obj) {
         json_object_object_add(obj, "on_access_unchecked", json_object_new_uint64(GET(o->unchecked)));
         json_object_object_add(obj, "on_access_own_opens", json_object_new_uint64(GET(o->self_allowed)));
         json_object_object_add(obj, "on_access_stalled_reads", json_object_new_uint64(GET(o->stalled_reads)));
+        json_object_object_add(obj, "on_access_overflows", json_object_new_uint64(GET(o->overflows)));
+        json_object_object_add(obj, "on_access_queue_unlimited", json_object_new_boolean(o->unlimited));
 }

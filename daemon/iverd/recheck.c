@@ -8,6 +8,7 @@
 
 #include "manager.h"
 #include "recheck.h"
+#include "thread.h"
 
 #define DELAY_MIN_USEC 20000ULL
 #define TRIES 8                   /* 20 ms … 2.56 s */
@@ -31,12 +32,6 @@ struct Recheck {
         size_t n, cap;
         sd_event_source *timer;
 };
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
 
 static void arm(Recheck *r) {
         if (r->n == 0) {

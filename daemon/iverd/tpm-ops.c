@@ -14,17 +14,11 @@
 #include <openssl/evp.h>
 
 #include "macro.h"
+#include "thread.h"
 #include "tpm-thread-internal.h"
 
-uint64_t tpm_now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
-
 void tpm_notify(TpmThread *t) {
-        uint64_t one = 1;
-        (void) !write(t->efd, &one, sizeof(one));
+        notify_send(t->efd);
 }
 
 /* Under lock: copy the thread's view into the shared state. */
@@ -35,6 +29,12 @@ void tpm_publish(TpmThread *t) {
         t->st.extended = t->extended;
         t->st.desynced = t->desynced;
         t->st.poisoned = t->poison_done;
+        if (t->share) {
+                t->st.served_entries = iver_imalog_file_count(t->share->served);
+                t->st.served_bytes = iver_imalog_file_size(t->share->served);
+                t->st.kernel_served = t->share->k_served;
+                t->st.unplaced = t->share->unplaced;
+        }
         const char *e = iver_tpm_last_error(t->tpm);
         snprintf(t->st.error, sizeof(t->st.error), "%s", e ? e : "");
 }
@@ -43,7 +43,7 @@ void tpm_publish(TpmThread *t) {
 void tpm_set_busy(TpmThread *t, bool busy) {
         pthread_mutex_lock(&t->lock);
         t->st.busy = busy;
-        t->st.busy_usec = busy ? tpm_now_usec() : 0;
+        t->st.busy_usec = busy ? now_usec() : 0;
         if (busy)
                 t->st.commands++;
         pthread_mutex_unlock(&t->lock);
@@ -113,6 +113,10 @@ static int match_list(TpmThread *t, const IverPcrValue *values, size_t nv, uint6
 
 /* Read every used PCR in every extended bank, find the one point of the list
  * they hold, and set the extend cursor and the expected values there. */
+IverHashAlgo tpm_health_bank(unsigned banks) {
+        return (banks & IVER_TPM_BANK(IVER_HASH_SHA256)) ? IVER_HASH_SHA256 : (IverHashAlgo) __builtin_ctz(banks);
+}
+
 int tpm_resync(TpmThread *t) {
         IverPcrValue values[_IVER_HASH_MAX * IVER_IMA_PCR_MAX];
         size_t nv = 0, prefix = 0;
@@ -121,6 +125,8 @@ int tpm_resync(TpmThread *t) {
         unsigned banks = tpm_extend_banks(t);
         int r;
 
+        if (t->share)
+                return tpm_share_resync(t);
         pthread_mutex_lock(&t->lock);
         end = t->durable_end;
         mask = t->pcr_mask;
@@ -145,7 +151,7 @@ int tpm_resync(TpmThread *t) {
         r = match_list(t, values, nv, end, &prefix, &offset);
         if (r < 0 && r != -ENOENT)
                 return r;
-        t->health_bank = (banks & IVER_TPM_BANK(IVER_HASH_SHA256)) ? IVER_HASH_SHA256 : (IverHashAlgo) __builtin_ctz(banks);
+        t->health_bank = tpm_health_bank(banks);
         t->desynced = r < 0;
         t->expected_mask = mask;
         for (size_t i = 0; i < nv; i++)
@@ -163,7 +169,7 @@ int tpm_resync(TpmThread *t) {
 
 void tpm_lost(TpmThread *t) {
         iver_tpm_disconnect(t->tpm);
-        t->next_connect = tpm_now_usec() + RECONNECT_USEC;
+        t->next_connect = now_usec() + RECONNECT_USEC;
 }
 
 void tpm_try_connect(TpmThread *t) {
@@ -184,7 +190,7 @@ void tpm_try_connect(TpmThread *t) {
 
 /* Extend one digest set into pcr (all extended banks) and keep the expected
  * health value in step. */
-static int extend_digests(TpmThread *t, unsigned pcr, const IverDigest *d, size_t n) {
+int tpm_extend_digests(TpmThread *t, unsigned pcr, const IverDigest *d, size_t n) {
         tpm_set_busy(t, true);
         int r = iver_tpm_extend(t->tpm, pcr, d, n);
         tpm_set_busy(t, false);
@@ -216,7 +222,9 @@ int tpm_extend_next(TpmThread *t, uint64_t end) {
                                 return r;
                         n++;
                 }
-        return extend_digests(t, ent->pcr, d, n);
+        if (t->share)
+                return tpm_share_extend(t, ent, d, n);
+        return tpm_extend_digests(t, ent->pcr, d, n);
 }
 
 int tpm_poison(TpmThread *t, uint32_t mask) {
@@ -228,7 +236,7 @@ int tpm_poison(TpmThread *t, uint32_t mask) {
                         poison_digest((IverHashAlgo) b, &d[n++]);
         for (unsigned p = 0; p < IVER_IMA_PCR_MAX; p++)
                 if (mask & (1u << p)) {
-                        int r = extend_digests(t, p, d, n);
+                        int r = tpm_extend_digests(t, p, d, n);
                         if (r < 0)
                                 return r;
                 }
@@ -240,6 +248,13 @@ int tpm_poison(TpmThread *t, uint32_t mask) {
 int tpm_health_check(TpmThread *t, uint32_t mask) {
         if (!t->desynced && !t->expected_valid)
                 return 0;
+        if (t->share && !t->desynced) {
+                /* the kernel extends the shared PCR too: serve what it added */
+                int r = tpm_share_check(t, true);
+                if (r < 0 || t->desynced)
+                        return r;
+                mask &= ~(1u << t->share->pcr);
+        }
         for (unsigned p = 0; p < IVER_IMA_PCR_MAX; p++) {
                 IverDigest now;
                 if (!(mask & t->expected_mask & (1u << p)))
@@ -280,6 +295,10 @@ void tpm_do_quote(TpmThread *t, QuoteJob *q, uint32_t mask) {
                 tpm_set_busy(t, true);
                 r = iver_tpm_quote(t->tpm, mask, q->bank_mask ? q->bank_mask : banks, q->nonce, q->nonce_len, &q->quote);
                 tpm_set_busy(t, false);
+                /* the kernel may have extended before the quote: the list the
+                 * client reads after it must hold that */
+                if (r >= 0 && t->share)
+                        (void) tpm_share_check(t, false);
         }
         if (r < 0) {
                 q->error = r;

@@ -13,6 +13,22 @@
 #define QUOTES_MAX 16
 #define NOTIFY_EVERY 256
 
+/* The kernel's list iverd continues in a shared PCR (tpm-share.c; the
+ * thread's own). The served list holds the kernel's entries and iverd's in
+ * the order the TPM received them; iverd's list file is then its journal. */
+typedef struct TpmShare {
+        IverImaFile *served;            /* written by the thread only */
+        char *kdir;                     /* the kernel's IMA securityfs directory */
+        int kfd;                        /* its binary_runtime_measurements */
+        unsigned pcr;
+        size_t k_served;                /* the kernel's entries in the served list */
+        uint64_t k_off;                 /* where the next one starts in kfd */
+        uint64_t next_poll;
+        bool unplaced;                  /* an extend could not be placed: evidence broken */
+} TpmShare;
+
+#define SHARE_POLL_USEC (100000ULL)
+
 typedef struct QuoteJob {
         struct QuoteJob *next;
         uint64_t tag;
@@ -54,11 +70,11 @@ struct TpmThread {
         uint32_t expected_mask;         /* the PCRs expected[] is kept for */
         IverDigest seen[IVER_IMA_PCR_MAX];      /* desynced: the health_bank values then */
         uint64_t next_health, next_connect;
+        TpmShare *share;                /* NULL: the PCR is iverd's alone */
 };
 
 
 /* tpm-ops.c: on the thread, never under t->lock unless said */
-uint64_t tpm_now_usec(void);
 void tpm_notify(TpmThread *t);
 void tpm_publish(TpmThread *t);                 /* under t->lock */
 void tpm_set_busy(TpmThread *t, bool busy);     /* takes t->lock */
@@ -71,3 +87,18 @@ int tpm_extend_next(TpmThread *t, uint64_t end);
 int tpm_poison(TpmThread *t, uint32_t mask);
 int tpm_health_check(TpmThread *t, uint32_t mask);
 void tpm_do_quote(TpmThread *t, QuoteJob *q, uint32_t mask);
+/* Extend digests into pcr (all extended banks), keeping the expected value. */
+int tpm_extend_digests(TpmThread *t, unsigned pcr, const IverDigest *d, size_t n);
+IverHashAlgo tpm_health_bank(unsigned banks);
+
+/* tpm-share.c (t->share set): */
+TpmShare *tpm_share_free(TpmShare *s);
+/* Find where the served list, the journal and the kernel's list stand
+ * against the PCRs (connect, TPM reset). */
+int tpm_share_resync(TpmThread *t);
+/* Extend ent (digests d) and serve it at its place among the kernel's. */
+int tpm_share_extend(TpmThread *t, const IverImaEntry *ent, const IverDigest *d, size_t n);
+/* Serve the kernel's entries the PCR holds now: when its count moved, or
+ * always (force: the health check). An extend nothing explains breaks the
+ * evidence (the broken-evidence value, desynced). */
+int tpm_share_check(TpmThread *t, bool force);

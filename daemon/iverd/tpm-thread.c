@@ -31,13 +31,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
-
+#include "kernel-ima.h"
 #include "macro.h"
+#include "thread.h"
 #include "tpm-thread-internal.h"
+
+#define JOIN_USEC (2 * 1000000ULL)
 
 static void *run(void *userdata) {
         TpmThread *t = userdata;
@@ -45,7 +47,7 @@ static void *run(void *userdata) {
         pthread_mutex_lock(&t->lock);
         t->next_connect = 0;
         while (!t->stop) {
-                uint64_t now = tpm_now_usec(), wake;
+                uint64_t now = now_usec(), wake;
                 uint32_t mask = t->pcr_mask;
 
                 if (!iver_tpm_is_connected(t->tpm)) {
@@ -106,19 +108,32 @@ static void *run(void *userdata) {
                         if (r < 0 || t->extended == t->n_ents || t->extended % NOTIFY_EVERY == 0)
                                 tpm_notify(t);
                         continue;
+                } else if (t->share && !t->desynced && now >= t->share->next_poll) {
+                        size_t before = t->share->k_served;
+                        pthread_mutex_unlock(&t->lock);
+                        int r = tpm_share_check(t, false);
+                        pthread_mutex_lock(&t->lock);
+                        if (r < 0)
+                                tpm_lost(t);
+                        t->share->next_poll = now_usec() + SHARE_POLL_USEC;
+                        tpm_publish(t);
+                        if (r < 0 || t->share->k_served != before || t->desynced)
+                                tpm_notify(t);
+                        continue;
                 } else if (now >= t->next_health) {
                         pthread_mutex_unlock(&t->lock);
                         int r = tpm_health_check(t, mask);
                         pthread_mutex_lock(&t->lock);
                         if (r < 0)
                                 tpm_lost(t);
-                        t->next_health = tpm_now_usec() + HEALTH_USEC;
+                        t->next_health = now_usec() + HEALTH_USEC;
                         tpm_publish(t);
                         if (r < 0 || t->extended < t->n_ents || t->desynced)
                                 tpm_notify(t);
                         continue;
                 } else
-                        wake = t->next_health;
+                        wake = t->share && !t->desynced && t->share->next_poll < t->next_health ? t->share->next_poll
+                                                                                                  : t->next_health;
 
                 struct timespec ts = { .tv_sec = (time_t) (wake / 1000000ULL), .tv_nsec = (long) (wake % 1000000ULL) * 1000 };
                 (void) pthread_cond_timedwait(&t->cond, &t->lock, &ts);
@@ -127,8 +142,29 @@ static void *run(void *userdata) {
         return NULL;
 }
 
+static int share_new(IverImaFile *served, const char *kernel_dir, unsigned pcr, TpmShare **ret) {
+        TpmShare *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->pcr = pcr;
+        s->kdir = strdup(kernel_dir);
+        s->kfd = kernel_ima_open(kernel_dir);
+        if (!s->kdir || s->kfd < 0) {
+                int r = s->kdir ? s->kfd : -ENOMEM;
+                tpm_share_free(s);
+                return r;
+        }
+        s->served = served;
+        *ret = s;
+        return 0;
+}
+
+const IverImaFile *tpm_thread_served(const TpmThread *t) {
+        return t && t->share ? t->share->served : NULL;
+}
+
 int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, int list_fd, size_t n, uint64_t size,
-                   uint32_t pcrs, TpmThread **ret) {
+                   uint32_t pcrs, IverImaFile *served, const char *kernel_dir, TpmThread **ret) {
         TpmThread *t = calloc(1, sizeof(*t));
         pthread_condattr_t ca;
         int r;
@@ -146,11 +182,9 @@ int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, int list_fd, 
         r = iver_tpm_new(tcti, &t->tpm);
         if (r < 0)
                 goto fail;
-        t->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (t->efd < 0) {
-                r = -errno;
+        t->efd = r = notify_new();
+        if (r < 0)
                 goto fail;
-        }
         t->list_fd = fcntl(list_fd, F_DUPFD_CLOEXEC, 3);
         if (t->list_fd < 0) {
                 r = -errno;
@@ -159,15 +193,22 @@ int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, int list_fd, 
         r = iver_imalog_reader_new(t->list_fd, 0, &t->reader);
         if (r < 0)
                 goto fail;
+        if (served) {
+                r = share_new(served, kernel_dir, pcr, &t->share);
+                if (r < 0)
+                        goto fail;
+        }
         /* the list read back from disk, before the thread's first resync looks at it */
         tpm_thread_push(t, n, size, pcrs);
-        r = -pthread_create(&t->thread, NULL, run, t);
+        r = thread_start(&t->thread, run, t);
         if (r < 0)
                 goto fail;
         t->started = true;
         *ret = t;
         return 0;
 fail:
+        if (t->share)
+                t->share->served = NULL;        /* the caller's until success */
         tpm_thread_free(t);
         return r;
 }
@@ -185,23 +226,15 @@ TpmThread *tpm_thread_free(TpmThread *t) {
         if (!t)
                 return NULL;
         if (t->started) {
-                pthread_mutex_lock(&t->lock);
-                t->stop = true;
-                pthread_cond_signal(&t->cond);
-                pthread_mutex_unlock(&t->lock);
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_sec += 2;
-                if (pthread_timedjoin_np(t->thread, NULL, &ts) != 0) {
-                        /* stuck in a TPM command that never returns: leave it its memory */
-                        pthread_detach(t->thread);
-                        return t;
-                }
+                thread_request_stop(&t->lock, &t->cond, &t->stop);
+                if (thread_join(t->thread, JOIN_USEC) < 0)
+                        return t;       /* stuck in a TPM command that never returns: leave it its memory */
         }
         iver_tpm_free(t->tpm);
         free_jobs(t->todo);
         free_jobs(t->done);
         iver_imalog_reader_free(t->reader);
+        tpm_share_free(t->share);
         if (t->list_fd >= 0)
                 close(t->list_fd);
         if (t->efd >= 0)
@@ -217,8 +250,7 @@ int tpm_thread_fd(const TpmThread *t) {
 }
 
 void tpm_thread_ack(TpmThread *t) {
-        uint64_t v;
-        (void) !read(t->efd, &v, sizeof(v));
+        notify_ack(t->efd);
 }
 
 void tpm_thread_push(TpmThread *t, size_t n, uint64_t end, uint32_t pcrs) {
@@ -244,7 +276,7 @@ void tpm_thread_state(TpmThread *t, TpmThreadState *ret) {
         pthread_mutex_lock(&t->lock);
         *ret = t->st;
         if (ret->busy)
-                ret->busy_usec = tpm_now_usec() - ret->busy_usec;
+                ret->busy_usec = now_usec() - ret->busy_usec;
         pthread_mutex_unlock(&t->lock);
 }
 

@@ -28,15 +28,27 @@ typedef struct TpmThreadState {
         size_t queued;          /* entries handed over */
         uint64_t extend_failures, resyncs, commands;
         bool poisoned;          /* the broken-evidence value is in the PCRs */
+        /* a PCR shared with the kernel's IMA (tpm_thread_share): */
+        size_t served_entries;  /* the served list: kernel's and iverd's, extend order */
+        uint64_t served_bytes;
+        size_t kernel_served;   /* the kernel's entries among them */
+        bool unplaced;          /* an extend could not be placed: evidence broken */
         char error[256];        /* the last TPM error, "" if none */
 } TpmThreadState;
 
 /* Start the thread for tcti (not "none"). banks: Banks= (IVER_TPM_BANK mask);
  * pcr: the daemon's PCR, always checked and quoted; list_fd: the binary list
  * (duplicated: the thread reads entries back from it), whose first n entries
- * (size bytes, naming the PCRs in pcrs) are durable (see tpm_thread_push). */
+ * (size bytes, naming the PCRs in pcrs) are durable (see tpm_thread_push).
+ * served: NULL, or pcr is shared with the kernel's IMA (its list in
+ * kernel_dir): then list_fd is iverd's journal, and served (taken on success)
+ * the list the thread writes in extend order, the kernel's entries and
+ * iverd's (tpm-share.c); *ret's served list is tpm_thread_served(). */
 int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, int list_fd, size_t n, uint64_t size,
-                   uint32_t pcrs, TpmThread **ret);
+                   uint32_t pcrs, IverImaFile *served, const char *kernel_dir, TpmThread **ret);
+/* The served list (its fds only: reopen it, read it up to the published
+ * served_bytes), or NULL when the PCR is not shared. */
+const IverImaFile *tpm_thread_served(const TpmThread *t);
 /* Stop and join: NULL. It waits up to 2 s for an outstanding TPM command; a
  * thread stuck in a hung TPM is left behind with its memory (the process is
  * ending) and t is returned. */

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "manager.h"
 #include "onaccess.h"
+#include "rest.h"
 #include "recheck.h"
 #include "verbs-internal.h"
 #include "walk.h"
@@ -55,6 +56,7 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "hashing", U64(queue_inflight(m->queue)));
         ADD(o, "peak_queued", U64(m->peak_queued));
         ADD(o, "provisional_rechecks", U64(recheck_count(m->recheck)));
+        ADD(o, "names_at_rest", rest_status(m->rest));
         ADD(o, "coalesced_events", U64(queue_coalesced(m->queue)));
         ADD(o, "scanning", json_object_new_boolean(walk_busy(m->walk)));
         ADD(o, "initial_scan_done", json_object_new_boolean(m->initial_scan_done));
@@ -206,9 +208,11 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
         int r = iver_context_stat(m->ctx, AT_FDCWD, path, &st);
         if (r < 0)
                 ADD(o, "stat_error", json_object_new_string(strerror(-r)));
-        IverCookieTable *t = iver_context_cookies(m->ctx);
         IverCookieSource src = r >= 0 ? iver_check_cookie_source(m->ctx, AT_FDCWD, path, &st) : _IVER_COOKIE_INVALID;
-        IverPolicyDecision dec = { .matched = false, .hash = _IVER_HASH_INVALID };
+        /* the checker's own decision, shown as it is made */
+        IverDecision dec = { .algo = m->gen->hash };
+        if (r >= 0)
+                (void) checker_decide(m, m->gen, path, &st, IVER_UID_UNKNOWN, &dec);
         if (r >= 0) {
                 json_object *id = json_object_new_object();
                 char d[32];
@@ -217,24 +221,30 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                 ADD(id, "ino", U64(st.ino));
                 ADD(id, "generation", U64(st.gen));
                 ADD(o, "identity", id);
+                IverIdentity ident = iver_stat_identity(&st);
+                json_object *held = rest_explain(m->rest, &ident);
+                if (held)
+                        ADD(o, "pending", held); /* measured, listed when its name comes to rest */
                 ADD(o, "regular", json_object_new_boolean(S_ISREG(st.mode)));
                 IverCookie now = iver_cookie_from_stat(src, &st);
                 ADD(o, "cookie_now", cookie_json(&now));
-                IverFileAttr attr = { .fs_magic = iver_cookie_table_fs_magic(t, st.dev), .owner = st.uid,
-                                      .subject_uid = IVER_UID_UNKNOWN, .mode = st.mode, .size = st.size };
                 json_object *pol = json_object_new_object();
-                if (iver_policy_match(m->gen->policy, IVER_CLASS_MEASURE, path, strlen(path), &attr, &dec) >= 0) {
-                        ADD(pol, "action", json_object_new_string(iver_policy_action_to_string(dec.action)));
-                        ADD(pol, "matched", json_object_new_boolean(dec.matched));
-                        if (dec.matched) {
+                if (dec.pseudo)
+                        ADD(pol, "refused", json_object_new_string("pseudo filesystem: never hashed"));
+                else {
+                        ADD(pol, "action", json_object_new_string(iver_policy_action_to_string(dec.d.action)));
+                        ADD(pol, "matched", json_object_new_boolean(dec.d.matched));
+                        if (dec.d.matched) {
                                 char where[4200];
-                                snprintf(where, sizeof(where), "%s:%u", dec.file, dec.line);
+                                snprintf(where, sizeof(where), "%s:%u", dec.d.file, dec.d.line);
                                 ADD(pol, "rule", json_object_new_string(where));
                                 char *text = NULL;
-                                if (iver_policy_rule_format(m->gen->policy, dec.rule, &text) >= 0)
+                                if (iver_policy_rule_format(m->gen->policy, dec.d.rule, &text) >= 0)
                                         ADD(pol, "text", json_object_new_string(text));
                                 free(text);
                         }
+                        ADD(pol, "appraise", json_object_new_boolean(dec.appraise));
+                        ADD(pol, "hash", json_object_new_string(iver_hash_algo_to_string(dec.algo) ?: "?"));
                 }
                 ADD(o, "policy", pol);
         }
@@ -272,18 +282,12 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
                 ADD(last, "flags", flags);
                 ADD(o, "last_measurement", last);
                 if (r >= 0) {
-                        /* the checker's own decision and the library's own hit rule
-                         * (lease probe and attestation included) */
-                        IverFileAttr fa;
-                        IverPolicyDecision md;
-                        bool measure, appraise;
-                        IverHashAlgo algo = m->gen->hash;
-                        unsigned cflags = 0;
-                        (void) checker_decide(m, m->gen, path, &st, IVER_UID_UNKNOWN, &fa, &md, &measure, &appraise, &algo, &cflags);
+                        /* the library's own hit rule (lease probe and attestation included) */
                         IverCheckReason why;
                         uint32_t cmp;
                         bool same_id;
-                        bool rehash = iver_check_rule(m->ctx, AT_FDCWD, path, &st, src, algo, cflags, &why, &cmp, &same_id);
+                        bool rehash = iver_check_rule(m->ctx, AT_FDCWD, path, &st, src, dec.algo, dec.flags, &why, &cmp,
+                                                      &same_id);
                         json_object *w = json_object_new_object();
                         ADD(w, "iverd", json_object_new_string(rehash ? "re-hash" : why == IVER_REASON_METADATA_ONLY ? "metadata-only" : "hit"));
                         ADD(w, "reason", json_object_new_string(iver_check_reason_to_string(why)));

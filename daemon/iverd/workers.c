@@ -16,17 +16,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "appraisal.h"
 #include "macro.h"
 #include "pathfd.h"
+#include "thread.h"
 #include "workers.h"
 
 #define BIG_FILE_BYTES (64ULL << 20)
@@ -277,10 +276,8 @@ static void *worker_main(void *arg) {
                         pthread_mutex_lock(&w->lock);
                         bool wake = !w->done.head;
                         append(&w->done, j);
-                        if (wake) {
-                                uint64_t one = 1;
-                                (void) !write(w->efd, &one, sizeof(one));
-                        }
+                        if (wake)
+                                notify_send(w->efd);
                         continue;
                 }
                 if (w->small.head) {
@@ -311,10 +308,8 @@ static void *worker_main(void *arg) {
                         pthread_cond_signal(&w->cond); /* a big one may start now */
                 bool wake = !w->done.head;
                 list_splice(&w->done, &batch);
-                if (wake) {
-                        uint64_t one = 1;
-                        (void) !write(w->efd, &one, sizeof(one));
-                }
+                if (wake)
+                        notify_send(w->efd);
         }
         pthread_mutex_unlock(&w->lock);
         dir_cache_done(&c);
@@ -329,22 +324,17 @@ int workers_new(unsigned n, Workers **ret) {
                 return -ENOMEM;
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->cond, NULL);
-        w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        w->efd = notify_new();
         if (w->efd < 0) {
-                int r = -errno;
+                int r = w->efd;
                 free(w);
                 return r;
         }
-        /* workers never take signals: the loop owns them (signalfd) */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &old);
         for (unsigned i = 0; i < n; i++) {
-                if (pthread_create(&w->threads[i], NULL, worker_main, w) != 0)
+                if (thread_start(&w->threads[i], worker_main, w) < 0)
                         break;
                 w->n++;
         }
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (w->n == 0) {
                 workers_free(w);
                 return -EAGAIN;
@@ -375,12 +365,11 @@ static void free_list(List *l) {
 Workers *workers_free(Workers *w) {
         if (!w)
                 return NULL;
-        pthread_mutex_lock(&w->lock);
-        __atomic_store_n(&w->stopping, true, __ATOMIC_RELAXED); /* also read by hashing workers */
-        pthread_cond_broadcast(&w->cond);
-        pthread_mutex_unlock(&w->lock);
+        /* stopping is also read by hashing workers (opt.cancel): a stop
+         * does not wait for a 100 GiB file, so the join has no time limit */
+        thread_request_stop(&w->lock, &w->cond, &w->stopping);
         for (unsigned i = 0; i < w->n; i++)
-                pthread_join(w->threads[i], NULL);
+                (void) thread_join(w->threads[i], UINT64_MAX);
         free_list(&w->stage);
         free_list(&w->stat);
         free_list(&w->small);
@@ -516,8 +505,7 @@ void workers_submit_stat(Workers *w, Job *j) {
 }
 
 Job *workers_take_done(Workers *w) {
-        uint64_t v;
-        (void) !read(w->efd, &v, sizeof(v));
+        notify_ack(w->efd);
         pthread_mutex_lock(&w->lock);
         Job *j = w->done.head;
         w->done = (List) {};

@@ -39,11 +39,7 @@ typedef struct Job {
         /* the policy's say, made once at dispatch under gen (a reference,
          * dropped by job_free on the loop thread; workers read gen->keyring) */
         Generation *gen;
-        IverFileAttr attr;         /* the attributes decided on */
-        IverPolicyDecision d;      /* the measure decision, when measure */
-        bool measure;
-        bool appraise;             /* appraise this file against gen->keyring (on the worker) */
-        bool audit;                /* an audit rule matched */
+        IverDecision dec;          /* dec.appraise: appraise against gen->keyring (on the worker) */
         /* appraisal (appraise rules): filled on the worker */
         int appraise_r;            /* 0, or -errno when no verdict could be made */
         IverAppraisal appraisal;

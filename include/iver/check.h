@@ -6,6 +6,7 @@
 #include "iver/cookie.h"
 #include "iver/ledger.h"
 #include "iver/measure.h"
+#include "iver/policy.h"
 
 /* One check of one path: statx → identity + cookie → cache lookup → (hit) or
  * (version-stable hash → cache update). The ledger is updated either way.
@@ -96,6 +97,27 @@ enum {
         IVER_CHECK_SIGNATURE_BOUND = 1 << 0,
 };
 
+/* The policy's whole say on one file: the one decision checks, the
+ * re-decision after hashing, directories (on-access marks), the on-access
+ * fast path and explain use. */
+typedef struct IverDecision {
+        IverFileAttr attr;         /* what it was decided on */
+        bool pseudo;               /* a pseudo filesystem's file (proc, sysfs…): never hashed,
+                                    * whatever the policy says; nothing else is set */
+        bool measure;              /* a measure rule matched */
+        IverPolicyDecision d;      /* the measure class's answer (its rule also when it says
+                                    * dont_measure); its pcr= and template= apply when measure */
+        bool appraise;             /* an appraise rule matched */
+        bool audit;                /* measured, and an audit rule matched */
+        IverHashAlgo algo;         /* the appraise rule's hash=, else the measure rule's, else the default */
+        unsigned flags;            /* IVER_CHECK_SIGNATURE_BOUND: appraised, or listed as ima-sig */
+} IverDecision;
+
+/* Decide for path (absolute) with attr under policy p; default_hash: the
+ * configured hash. A file is worth a check when measure || appraise. */
+void iver_check_decide(const IverPolicy *p, const char *path, const IverFileAttr *attr, IverHashAlgo default_hash,
+                       IverDecision *ret);
+
 bool iver_check_rule(IverContext *ctx, int dirfd, const char *path, const IverStat *st, IverCookieSource source,
                      IverHashAlgo algo, unsigned flags, IverCheckReason *ret_reason, uint32_t *ret_idx, bool *ret_same);
 /* The cookie source the context uses for st->dev (probes the filesystem on
@@ -149,10 +171,11 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
                           unsigned flags, IverPending *pending, IverCheckOutcome *out);
 
 /* Whether the file observed as st (an open file being used) is on record
- * unchanged: its inode's entry is measured, stable, and has the same cookie.
- * No path, no policy, no side effect (no ledger, no cache update): the fast
- * path of a permission event. false: look properly (begin). */
-bool iver_check_peek(const IverContext *ctx, const IverStat *st);
+ * unchanged: its inode's entry passes the hit rule's first steps (measured,
+ * trusted, hashed with algo, the same cookie; iver_check_rule). No path, no
+ * side effect (no ledger, no cache update): the fast path of a permission
+ * event. false: look properly (begin). */
+bool iver_check_peek(const IverContext *ctx, const IverStat *st, IverHashAlgo algo);
 
 /* Measure options that go with a pending check. */
 IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const IverPending *pending);

@@ -356,3 +356,22 @@ int iver_imalog_match_prefix_entries(const IverImaEntry *const *ents, size_t n, 
  * PCRs after the last entry of pcr in the prefix are not counted. */
 int iver_imalog_match_prefix(const IverImaLog *l, uint32_t pcr, const IverDigest *values, size_t n_values,
                               size_t *ret_prefix);
+
+/* ---- lib/imalog-merge.c: two writers of one PCR (iverd and the kernel) ---- */
+
+/* v = H(v || e's digest for bank v->algo) when e is an entry of pcr (else v
+ * is left as it is). */
+int iver_imalog_extend_value(IverDigest *v, const IverImaEntry *e, uint32_t pcr);
+/* The longest prefix of the kernel's entries k[0..n) that, replayed from
+ * start (one bank), gives value: *ret_n entries; -ENOENT if none (the PCR
+ * holds an extend the entries do not explain). */
+int iver_imalog_place_prefix(const IverDigest *start, const IverImaEntry *const *k, size_t n, uint32_t pcr,
+                             const IverDigest *value, size_t *ret_n);
+/* Where iverd's extend of e went among the kernel's entries k[0..n) (in the
+ * kernel's order), the PCR having been start before the first of them: the
+ * first j (fewest kernel entries before e) and then the longest run after it
+ * such that replaying k[0..j) · e · k[j..through) from start gives value:
+ * *ret_before = j, *ret_through = through. -ENOENT if no order gives value.
+ * Byte-identical neighbours make orders equal, never a different list. */
+int iver_imalog_place_entry(const IverDigest *start, const IverImaEntry *e, const IverImaEntry *const *k, size_t n,
+                            uint32_t pcr, const IverDigest *value, size_t *ret_before, size_t *ret_through);

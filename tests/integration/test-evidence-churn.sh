@@ -3,11 +3,10 @@
 # Stale-but-consistent evidence (issue 13 item 13), performed against the real
 # daemon with swtpm and the runtime directory on a 1 MiB tmpfs:
 #  1. an unprivileged user (nobody) rewrites a file in the measured tree with
-#     new content 1,000 times: the list grows by at most the per-file limit
-#     (32 versions) plus one violation entry for that file, status counts it,
-#     the tmpfs does not fill; a root tamper elsewhere meanwhile is listed
-#     within 5 s, and a quote verifies (iverctl verify + tpm2_checkquote);
-#     after the backoff the churned file's final content is listed;
+#     new content 1,000 times: the file is never at rest meanwhile, so the
+#     list grows by one entry for it (its final content, once at rest), the
+#     tmpfs does not fill; a root tamper elsewhere meanwhile is listed within
+#     5 s, and a quote verifies (iverctl verify + tpm2_checkquote);
 #  2. the runtime directory then fills up (as the churn used to do it) and
 #     files are tampered with and added: the list cannot take it, status says
 #     evidence_broken, the journal says so, and every quote from then on fails
@@ -78,16 +77,13 @@ n=$(listed "$D/tree/user/churn")
 viol=$(grep -c "^23 0000000000000000000000000000000000000000 .* $D/tree/user/churn\$" "$D/run/ascii_runtime_measurements" || true)
 echo "churned file: $n entries ($viol violation) for 1,000 versions; list $len0 -> $(js list_length);" \
         "rate_limited_files $(js rate_limited_files), rate_limited_versions $(js rate_limited_versions)"
-# the first version (initial scan), 32 more, the violation, the final content
-# after the backoff (settle waits for that re-check)
-((n <= 35)) || fail "the churned file has $n list entries (first + 32 + violation + final)"
-((viol == 1)) || fail "the churned file has $viol violation entries, not 1"
-[ "$(js rate_limited_versions)" -gt 0 ] || fail "status does not count rate-limited versions"
-grep -q "churn: more than 32 new versions" "$D/iverd.log" || fail "no journal line for the churn limit"
+# the first version (initial scan) and the final one: the versions between
+# were never at rest (names at rest, iverd(8)) nor used, so the churn adds one
+# entry, not one per version (the 60 s bound is not reached in ~5 s)
+((n <= 2)) || fail "the churned file has $n list entries (first + final)"
+((viol == 0)) || fail "the churned file has $viol violation entries"
+in_list "$D/tree/user/churn" || fail "the churned file's final content is not listed after settle"
 quote_ok
-t0=$SECONDS
-until in_list "$D/tree/user/churn"; do ((SECONDS - t0 < 30)) || fail "the churned file's final content was not listed after the backoff"; sleep 0.5; done
-echo "final content of the churned file listed $((SECONDS - t0)) s after the churn"
 [ "$(js evidence_broken)" = False ] || fail "evidence broken without a list failure"
 
 step "2. runtime directory full, then a tamper: the evidence is broken for good"

@@ -13,8 +13,12 @@
 #   2  the kernel's templates: ima-ng, ima-sig, ima-buf, the sha1 "ima"
 #      template and a violation listed by the kernel while iverd is stopped:
 #      the restarted iverd continues the list with them (each once), replays
-#   3  fail loud: an extend of PCR 10 that no list holds: iverd reports
-#      desynced and refuses quotes, and the PCR does not replay from the list
+#   3  a measuring kernel: the kernel lists and extends 40 entries while iverd
+#      measures 40 new files: the served list holds both, the kernel's in its
+#      order, each where the TPM received it, and replays PCR 10 in every bank
+#   4  fail loud: an extend of PCR 10 that no list holds: iverd marks the
+#      evidence broken (desynced, quotes refused) and the PCR replays from no
+#      prefix of the list
 # Needs root, swtpm and tpm2-tools (skips with 77 without swtpm).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -101,15 +105,48 @@ tail -1 "$LIST" | grep -q "$D/tree/f9\$" || fail "f9 not listed after the kernel
 quote "$D/q2"
 [ "$(js desynced)" = False ] || fail "desynced after a clean restart"
 
-step "3: an extend of PCR 10 that no list holds (fail loud)"
+step "3: a measuring kernel: kernel and iverd extend PCR 10 at the same time"
+( for i in $(seq 1 40); do kernel ng "/usr/bin/prog$i"; done ) &
+KPID=$!
+FLEET_PIDS+=("$KPID")
+# iverd's new files over the same seconds as the kernel's entries
+for i in $(seq 10 49); do printf 'file %d\n' "$i" >"$D/tree/f$i"; sleep 0.08; done
+wait "$KPID" || fail "the fake kernel failed"
+ctl settle --timeout 60
+nk=$(wc -l <"$KLIST")
+for _ in $(seq 100); do [ "$(js kernel_entries)" = "$nk" ] && break; sleep 0.05; done
+[ "$(js kernel_entries)" = "$nk" ] || fail "the served list holds $(js kernel_entries) of the kernel's $nk entries"
+[ "$(wc -l <"$LIST")" = $((nk + 49)) ] || fail "expected $nk kernel + 49 iverd entries, got $(wc -l <"$LIST")"
+# the kernel's lines, in the kernel's order, are a subsequence of the served list
+python3 - "$KLIST" "$LIST" <<'PY' || fail "the kernel's entries are not in the served list in its order"
+import sys
+k = open(sys.argv[1], "rb").read().splitlines()
+s = open(sys.argv[2], "rb").read().splitlines()
+it = iter(s)
+sys.exit(0 if all(any(x == y for y in it) for x in k) else 1)
+PY
+# how the two writers interleaved (k kernel, i iverd) in the last 80 entries
+python3 - "$LIST" <<'PY' || fail "the kernel's and iverd's extends did not interleave: nothing was merged"
+import sys
+t = ["k" if b"/usr/bin/prog" in l else "i" for l in open(sys.argv[1], "rb").read().splitlines()[-80:]]
+o = "".join(t)
+print("order of the last 80 entries:", o)
+sys.exit(0 if "ki" in o and "ik" in o else 1)
+PY
+quote "$D/q3"
+[ "$(js evidence_broken)" = False ] || fail "evidence broken by a measuring kernel"
+
+step "4: an extend of PCR 10 that no list holds (fail loud)"
 tpm2_pcrextend "10:sha256=$(printf 'rogue' | sha256sum | cut -d' ' -f1)" >/dev/null
 for _ in $(seq 100); do [ "$(js desynced)" = True ] && break; sleep 0.05; done
 [ "$(js desynced)" = True ] || fail "iverd did not notice an extend it cannot place"
-if ctl quote --nonce "$(openssl rand -hex 16)" --out "$D/q3" >/dev/null 2>&1; then
+[ "$(js evidence_broken)" = True ] || fail "the evidence is not marked broken"
+if ctl quote --nonce "$(openssl rand -hex 16)" --out "$D/q4" >/dev/null 2>&1; then
         fail "iverd quoted a PCR its list does not replay"
 fi
-tpm2_pcrread -o "$D/pcr3.bin" "$SEL" >/dev/null
-if python3 "$VERIFY" --pcr 10 --banks $BANKS "$LIST" "$D/pcr3.bin" | tee "$D/kv3.out"; then
+echo "iverctl quote refused; evidence_broken: $(js evidence_broken)"
+tpm2_pcrread -o "$D/pcr4.bin" "$SEL" >/dev/null
+if python3 "$VERIFY" --pcr 10 --banks $BANKS "$LIST" "$D/pcr4.bin" | tee "$D/kv4.out"; then
         fail "the list replays a PCR holding an extend it does not list"
 fi
 echo

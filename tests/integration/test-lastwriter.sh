@@ -245,7 +245,7 @@ PY
 
         begin "overflow during a write then chmod"
         echo 64 >"$FQ"
-        start_iverd "ovf-$FS"
+        IVERD_TEST_BOUNDED_QUEUE=1 start_iverd "ovf-$FS"
         local st=$?
         echo "$FQ_SAVED" >"$FQ"
         ((st == 0)) || return

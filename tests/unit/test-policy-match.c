@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "iver/check.h"
 #include "iver/policy.h"
 #include "policy-internal.h"
 #include "policy-fixtures.h"
@@ -206,6 +207,50 @@ START_TEST(test_index_equals_linear_scan) {
 }
 END_TEST
 
+/* The one decision (iver_check_decide): pseudo filesystems refused whatever
+ * the policy says, the appraise rule's hash= before the measure rule's before
+ * the default, ima-sig and appraise bind the signature, audit only with measure. */
+START_TEST(test_decide) {
+        static const char text[] =
+                "dont_measure path=/skip/**\n"
+                "measure path=/m/** hash=sha384 pcr=11\n"
+                "measure path=/sig/** template=ima-sig\n"
+                "appraise path=/m/a hash=sha512\n"
+                "audit path=/m/**\n";
+        IverPolicyDiags d = {};
+        IverPolicy *p = NULL;
+        ck_assert_int_eq(iver_policy_load_string("d.policy", text, strlen(text), &d, &p), 0);
+        iver_policy_diags_done(&d);
+        IverFileAttr a = { .mode = 0100644, .size = 1, .subject_uid = IVER_UID_UNKNOWN };
+        IverDecision dec;
+
+        iver_check_decide(p, "/m/b", &a, IVER_HASH_SHA256, &dec);
+        ck_assert(dec.measure && !dec.appraise && dec.audit && !dec.pseudo);
+        ck_assert_int_eq(dec.algo, IVER_HASH_SHA384);
+        ck_assert_int_eq(dec.d.pcr, 11);
+        ck_assert_int_eq(dec.flags, 0);
+
+        iver_check_decide(p, "/m/a", &a, IVER_HASH_SHA256, &dec);
+        ck_assert(dec.measure && dec.appraise);
+        ck_assert_int_eq(dec.algo, IVER_HASH_SHA512);
+        ck_assert_int_eq(dec.flags, IVER_CHECK_SIGNATURE_BOUND);
+
+        iver_check_decide(p, "/sig/x", &a, IVER_HASH_SHA256, &dec);
+        ck_assert(dec.measure && !dec.audit);
+        ck_assert_int_eq(dec.algo, IVER_HASH_SHA256);
+        ck_assert_int_eq(dec.flags, IVER_CHECK_SIGNATURE_BOUND);
+
+        iver_check_decide(p, "/skip/x", &a, IVER_HASH_SHA256, &dec);
+        ck_assert(!dec.measure && !dec.appraise && !dec.audit && dec.d.matched);
+        ck_assert_int_eq(dec.d.action, IVER_ACTION_DONT_MEASURE);
+
+        a.fs_magic = 0x9fa0; /* proc */
+        iver_check_decide(p, "/m/b", &a, IVER_HASH_SHA256, &dec);
+        ck_assert(dec.pseudo && !dec.measure && !dec.appraise && !dec.audit);
+        iver_policy_free(p);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("policy-match");
         TCase *tc = tcase_create("match");
@@ -213,6 +258,7 @@ int main(void) {
         tcase_add_test(tc, test_glob_semantics);
         tcase_add_test(tc, test_may_match_below);
         tcase_add_test(tc, test_index_equals_linear_scan);
+        tcase_add_test(tc, test_decide);
         suite_add_tcase(s, tc);
 
         return iver_run_suite(s);
