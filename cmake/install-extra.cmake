@@ -162,7 +162,7 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://localhost/iverd")
 # Runtime libraries (package names checked with dpkg -S on Debian 12).
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-  "libc6 (>= 2.34), libssl3 (>= 3.0.0), libtss2-esys-3.0.2-0 (>= 3.2.1), libtss2-mu0 (>= 3.2.1), libtss2-tctildr0 (>= 3.2.1), libtss2-rc0 (>= 3.2.1), libsystemd0 (>= 252), libaudit1 (>= 1:3.0), libkeyutils1 (>= 1.6), libjson-c5 (>= 0.15)")
+  "libc6 (>= 2.34), libssl3 (>= 3.0.0), libtss2-esys-3.0.2-0 (>= 3.2.1), libtss2-mu0 (>= 3.2.1), libtss2-tctildr0 (>= 3.2.1), libtss2-rc0 (>= 3.2.1), libsystemd0 (>= 252), libaudit1 (>= 1:3.0), libkeyutils1 (>= 1.6), libjson-c5 (>= 0.15), libarchive13 (>= 3.6.0), zlib1g (>= 1:1.2.11)")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "systemd")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "auditd, tpm2-tools")
 set(_iver_deb "${PROJECT_BINARY_DIR}/debian-control")

@@ -4,11 +4,12 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config
   libssl-dev check libsubunit-dev
-  libtss2-dev libsystemd-dev libaudit-dev libkeyutils-dev libjson-c-dev
+  libtss2-dev libsystemd-dev libaudit-dev libkeyutils-dev libjson-c-dev libarchive-dev zlib1g-dev
   swtpm swtpm-tools tpm2-tools ima-evm-utils
   e2fsprogs xfsprogs btrfs-progs attr keyutils util-linux openssl
   python3 curl bc vim
   systemd-container mandoc auditd prometheus-node-exporter
+  qemu-system-x86 busybox-static cpio
   clang clang-14 libclang-rt-14-dev
 )
 missing=()

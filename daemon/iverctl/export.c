@@ -37,6 +37,7 @@
 #include <openssl/evp.h>
 
 #include "client.h"
+#include "export.h"
 #include "iver/imalog.h"
 #include "fileio.h"
 #include "macro.h"
@@ -76,12 +77,8 @@ static int fetch_list(IverImaLog **ret) {
         return 0;
 }
 
-/* The Keylime runtime policy of the list; NULL when out of memory (never
- * a policy with entries left out). */
-static json_object *build_policy(const IverImaLog *l, size_t *ret_paths, size_t *ret_digests, size_t *ret_violations,
-                                 size_t *ret_skipped) {
-        json_object *root = json_object_new_object(), *meta = json_object_new_object(),
-                    *digests = json_object_new_object(), *ima = json_object_new_object();
+json_object *export_skeleton(json_object *digests) {
+        json_object *root = json_object_new_object(), *meta = json_object_new_object(), *ima = json_object_new_object();
         char ts[64];
         struct timespec now;
         struct tm tm;
@@ -98,7 +95,69 @@ static json_object *build_policy(const IverImaLog *l, size_t *ret_paths, size_t 
                 json_object_put(ima);
                 ima = NULL;
         }
+        (void) json_add(&root, "meta", meta);
+        (void) json_add(&root, "release", json_object_new_int(0));
+        (void) json_add(&root, "digests", digests);
+        (void) json_add(&root, "excludes", json_object_new_array());
+        (void) json_add(&root, "keyrings", json_object_new_object());
+        (void) json_add(&root, "ima", ima);
+        (void) json_add(&root, "ima-buf", json_object_new_object());
+        (void) json_add(&root, "verification-keys", json_object_new_string(""));
+        return root;
+}
 
+int export_write(json_object *policy, const char *out) {
+        const char *s = json_object_to_json_string_ext(policy, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                       JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!s)
+                return oom();
+        size_t len = strlen(s);
+        if (!out) {
+                puts(s);
+                fputs("Keylime runtime policy", stderr);
+                return 0;
+        }
+        _cleanup_free_ char *doc = malloc(len + 2);
+        if (!doc)
+                return oom();
+        memcpy(doc, s, len);
+        doc[len] = '\n';
+        int r = iver_write_file_atomic(out, doc, len + 1, 0644, IVER_WRITE_SYNC);
+        if (r < 0) {
+                fprintf(stderr, "iverctl policy export: cannot write %s: %s\n", out, strerror(-r));
+                return IVERCTL_EXIT_FAILURE;
+        }
+        fprintf(stderr, "Keylime runtime policy written to %s", out);
+        return 0;
+}
+
+bool export_add_digest(json_object *digests, const char *name, const char *h, size_t *n_paths, size_t *n_digests) {
+        json_object *arr; /* borrowed from digests */
+        if (!json_object_object_get_ex(digests, name, &arr)) {
+                arr = json_object_new_array();
+                if (!arr || json_object_object_add(digests, name, arr) < 0) {
+                        json_object_put(arr);
+                        return false;
+                }
+                (*n_paths)++;
+        }
+        for (size_t j = 0; j < json_object_array_length(arr); j++)
+                if (strcmp(json_object_get_string(json_object_array_get_idx(arr, j)) ?: "", h) == 0)
+                        return true;
+        json_object *d = json_object_new_string(h);
+        if (!d || json_object_array_add(arr, d) < 0) {
+                json_object_put(d);
+                return false;
+        }
+        (*n_digests)++;
+        return true;
+}
+
+/* The Keylime runtime policy of the list; NULL when out of memory (never
+ * a policy with entries left out). */
+static json_object *build_policy(const IverImaLog *l, size_t *ret_paths, size_t *ret_digests, size_t *ret_violations,
+                                 size_t *ret_skipped) {
+        json_object *digests = json_object_new_object();
         size_t n_paths = 0, n_digests = 0, n_viol = 0, n_skipped = 0;
         for (size_t i = 0; digests && i < iver_imalog_size(l); i++) {
                 const IverImaEntry *e = iver_imalog_get(l, i);
@@ -123,36 +182,13 @@ static json_object *build_policy(const IverImaLog *l, size_t *ret_paths, size_t 
                 }
                 char h[2 * 64 + 1];
                 hex(e->digest, e->digest_len, h);
-                json_object *arr; /* borrowed from digests */
-                if (!json_object_object_get_ex(digests, name, &arr)) {
-                        json_object *a = json_object_new_array();
-                        if (!json_add(&digests, name, a))
-                                break;
-                        arr = a;
-                        n_paths++;
-                }
-                bool have = false;
-                for (size_t j = 0; j < json_object_array_length(arr) && !have; j++)
-                        have = strcmp(json_object_get_string(json_object_array_get_idx(arr, j)), h) == 0;
-                if (!have) {
-                        json_object *d = json_object_new_string(h);
-                        if (!d || json_object_array_add(arr, d) < 0) {
-                                json_object_put(d);
-                                json_object_put(digests);
-                                digests = NULL;
-                                break;
-                        }
-                        n_digests++;
+                if (!export_add_digest(digests, name, h, &n_paths, &n_digests)) {
+                        json_object_put(digests);
+                        digests = NULL;
+                        break;
                 }
         }
-        (void) json_add(&root, "meta", meta);
-        (void) json_add(&root, "release", json_object_new_int(0));
-        (void) json_add(&root, "digests", digests);
-        (void) json_add(&root, "excludes", json_object_new_array());
-        (void) json_add(&root, "keyrings", json_object_new_object());
-        (void) json_add(&root, "ima", ima);
-        (void) json_add(&root, "ima-buf", json_object_new_object());
-        (void) json_add(&root, "verification-keys", json_object_new_string(""));
+        json_object *root = export_skeleton(digests);
         if (!root)
                 return NULL;
         *ret_paths = n_paths, *ret_digests = n_digests, *ret_violations = n_viol, *ret_skipped = n_skipped;
@@ -163,22 +199,34 @@ int verb_policy_export(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "keylime", no_argument, NULL, 'k' },
                 { "out", required_argument, NULL, 'o' },
+                { "from-deb", no_argument, NULL, 'd' },
+                { "base", required_argument, NULL, 'b' },
+                { "root", required_argument, NULL, 'r' },
+                { "algo", required_argument, NULL, 'a' },
                 {},
         };
-        const char *out = NULL;
-        bool keylime = false;
+        const char *out = NULL, *base = NULL, *root = NULL, *algo = NULL;
+        bool keylime = false, from_deb = false;
         int c;
         optind = 1;
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
                 switch (c) {
                 case 'k': keylime = true; break;
                 case 'o': out = optarg; break;
+                case 'd': from_deb = true; break;
+                case 'b': base = optarg; break;
+                case 'r': root = optarg; break;
+                case 'a': algo = optarg; break;
                 default: return IVERCTL_EXIT_USAGE;
                 }
-        if (!keylime || optind != argc) {
-                fprintf(stderr, "iverctl policy export: usage: policy export --keylime [--out FILE]\n");
+        if (!keylime || (from_deb ? optind == argc : optind != argc || base || root || algo)) {
+                fprintf(stderr, "iverctl policy export: usage: policy export --keylime [--out FILE]\n"
+                                "       policy export --keylime --from-deb [--base POLICY.json] [--root DIR] "
+                                "[--algo ALGO] [--out FILE] FILE.deb...\n");
                 return IVERCTL_EXIT_USAGE;
         }
+        if (from_deb)
+                return export_from_deb(argv + optind, (size_t) (argc - optind), base, root ?: "", algo, out);
         IverImaLog *l = NULL;
         int ret = fetch_list(&l);
         if (ret)
@@ -187,41 +235,17 @@ int verb_policy_export(int argc, char *argv[]) {
         json_object *policy = build_policy(l, &n_paths, &n_digests, &n_viol, &n_skipped);
         size_t n_entries = iver_imalog_size(l);
         iver_imalog_free(l);
-        const char *s = policy ? json_object_to_json_string_ext(policy, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                                                JSON_C_TO_STRING_NOSLASHESCAPE)
-                               : NULL;
-        if (!s) {
-                json_object_put(policy);
+        if (!policy)
                 return oom();
-        }
-        size_t len = strlen(s);
-        if (out) {
-                char *doc = malloc(len + 2);
-                if (!doc) {
-                        json_object_put(policy);
-                        return oom();
-                }
-                memcpy(doc, s, len);
-                doc[len] = '\n';
-                int r = iver_write_file_atomic(out, doc, len + 1, 0644, IVER_WRITE_SYNC);
-                free(doc);
-                if (r < 0) {
-                        fprintf(stderr, "iverctl policy export: cannot write %s: %s\n", out, strerror(-r));
-                        json_object_put(policy);
-                        return IVERCTL_EXIT_FAILURE;
-                }
-                fprintf(stderr, "Keylime runtime policy written to %s: %zu paths, %zu digests from %zu list entries",
-                        out, n_paths, n_digests, n_entries);
-        } else {
-                puts(s);
-                fprintf(stderr, "Keylime runtime policy: %zu paths, %zu digests from %zu list entries", n_paths,
-                        n_digests, n_entries);
-        }
+        int r = export_write(policy, out);
+        json_object_put(policy);
+        if (r)
+                return r;
+        fprintf(stderr, ": %zu paths, %zu digests from %zu list entries", n_paths, n_digests, n_entries);
         if (n_viol)
                 fprintf(stderr, "; %zu violations left out", n_viol);
         if (n_skipped)
                 fprintf(stderr, "; %zu raw names converted to the kernel form", n_skipped);
         fputs(".\n", stderr);
-        json_object_put(policy);
         return IVERCTL_EXIT_OK;
 }

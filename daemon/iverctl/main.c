@@ -26,6 +26,8 @@ static const Verb verbs[] = {
         { "verify", verb_verify, "verify DIR [--nonce HEX]             verify a quote directory (OpenSSL only)" },
         { "policy", verb_policy, "policy check FILE|DIR                lint a policy" },
         { "policy", verb_policy, "policy export --keylime [--out FILE] Keylime runtime policy from the current list" },
+        { "policy", verb_policy, "policy export --keylime --from-deb [--base POLICY] [--root DIR] [--algo ALGO] [--out FILE] FILE.deb…\n"
+                                 "                                       Keylime runtime policy from packages' archives" },
         { "hash", verb_hash, "hash [--json] [--algo ALGO] FILE…    measure files offline" },
 };
 

@@ -22,7 +22,9 @@ int verb_policy(int argc, char *argv[]) {
                 return verb_policy_export(argc - 1, argv + 1);
         if (argc != 3 || strcmp(argv[1], "check") != 0) {
                 fprintf(stderr, "iverctl policy: usage: policy check FILE|DIR\n"
-                                "                     policy export --keylime [--out FILE]\n");
+                                "                     policy export --keylime [--out FILE]\n"
+                                "                     policy export --keylime --from-deb [--base POLICY.json] [--root DIR]\n"
+                                "                                   [--algo ALGO] [--out FILE] FILE.deb...\n");
                 return IVERCTL_EXIT_USAGE;
         }
         IverPolicyDiags diags = {};

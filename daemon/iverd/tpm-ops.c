@@ -248,7 +248,10 @@ int tpm_poison(TpmThread *t, uint32_t mask) {
 int tpm_health_check(TpmThread *t, uint32_t mask) {
         if (!t->desynced && !t->expected_valid)
                 return 0;
-        if (t->share && !t->desynced) {
+        if (t->share && t->share->unplaced)
+                /* broken for good: the shared PCR is not looked at again */
+                mask &= ~(1u << t->share->pcr);
+        else if (t->share && !t->desynced) {
                 /* the kernel extends the shared PCR too: serve what it added */
                 int r = tpm_share_check(t, true);
                 if (r < 0 || t->desynced)

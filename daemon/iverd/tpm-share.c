@@ -259,8 +259,9 @@ int tpm_share_resync(TpmThread *t) {
                 r = walk_served(t, kall, &j, &jn);
         if (r == -ENOMEM)
                 return r;
-        /* PCRs of iverd's alone: the served list's replay, or desynced */
-        for (unsigned p = 0; r >= 0 && p < IVER_IMA_PCR_MAX; p++) {
+        /* PCRs of iverd's alone: the served list's replay, or desynced (the
+         * values are kept either way: the health check resyncs when they move) */
+        for (unsigned p = 0; p < IVER_IMA_PCR_MAX; p++) {
                 if (!(mask & (1u << p)))
                         continue;
                 tpm_set_busy(t, true);
@@ -268,7 +269,7 @@ int tpm_share_resync(TpmThread *t) {
                 tpm_set_busy(t, false);
                 if (q < 0)
                         return q;
-                if (p != s->pcr && !same_digest(&t->seen[p], &t->expected[p]))
+                if (r >= 0 && p != s->pcr && !same_digest(&t->seen[p], &t->expected[p]))
                         r = -ESTALE;
         }
         v = t->seen[s->pcr];

@@ -63,7 +63,7 @@ START_TEST(test_place_random) {
                 size_t m = (size_t) rand() % 8, j = m ? (size_t) rand() % (m + 1) : 0;
                 size_t through = j + (m - j ? (size_t) rand() % (m - j + 1) : 0);
                 IverHashAlgo bank = round % 2 ? IVER_HASH_SHA1 : IVER_HASH_SHA384;
-                char name[32];
+                char name[64];
                 IverDigest start = zero(bank), v;
 
                 /* a start value that is not zero: earlier entries */
