@@ -188,8 +188,12 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         }
 }
 
-/* The attributes of st that rules look at (fstype=, fowner=, uid=, mode=, size). */
-static IverFileAttr file_attr(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid) {
+/* The attributes of st that rules look at (fstype=, fowner=, uid=, mode=,
+ * size), for a use (func; IVER_FUNC_NONE: none): func= and mask= rules say
+ * which uses they check (an open, as fanotify shows it, is a read: the
+ * opener's access mode is not in the event). */
+static IverFileAttr file_attr_use(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid,
+                                  IverPolicyFunc func) {
         IverCookieTable *t = iver_context_cookies(m->ctx);
         if (path)
                 (void) iver_cookie_table_source(t, st->dev, AT_FDCWD, path);
@@ -199,7 +203,14 @@ static IverFileAttr file_attr(Manager *m, const char *path, const IverStat *st, 
                 .subject_uid = subject_uid,
                 .mode = st->mode,
                 .size = st->size,
+                .func = (uint8_t) func,
+                .open_default = m->conf.on_access == IVER_ON_ACCESS_OPEN,
+                .mask = func == IVER_FUNC_EXEC ? IVER_MAY_EXEC : func == IVER_FUNC_OPEN ? IVER_MAY_READ : 0,
         };
+}
+
+static IverFileAttr file_attr(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid) {
+        return file_attr_use(m, path, st, subject_uid, IVER_FUNC_NONE);
 }
 
 bool checker_decide(Manager *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
@@ -395,6 +406,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         int r = iver_context_stat_fd(m->ctx, fd, &st);
         if (r < 0)
                 return r;
+        fstrack_sync_use(m->fstrack); /* a close before this use flags the entry first */
         /* the usual exec: this inode's content is on record unchanged (a file
          * open for write cannot be executed: ETXTBSY; a miss hashes under a
          * read lease, and without one its provisional result is a violation) */
@@ -411,24 +423,25 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         /* a marked name is decided as the name the user saw: what it claims
          * to be is measured, under a name that cannot pass for it */
         uint32_t subject = process_uid(pid);
-        if (!S_ISREG(st.mode) || !checker_decide(m, m->gen, path[0] == '/' ? path : seen, &st, subject, &dec))
+        if (!S_ISREG(st.mode))
+                return 0;
+        IverFileAttr attr = file_attr_use(m, path[0] == '/' ? path : NULL, &st, subject, exec ? IVER_FUNC_EXEC : IVER_FUNC_OPEN);
+        iver_check_decide(m->gen->policy, path[0] == '/' ? path : seen, &attr, m->gen->hash, &dec);
+        if (!dec.measure && !dec.appraise)
                 return 0;
         *u = (CheckerUse) { .d = dec.d, .measure = dec.measure, .algo = dec.algo };
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
         if (open_for_write(fd) && path[0] == '/') {
-                if (!exec) {
-                        /* An open (open mode) while a writer exists may be the
-                         * writer's own: the event does not say, and the opener's
-                         * /proc/PID/syscall is not ours to read. Allow it and
-                         * measure now: a provisional result is listed with one
-                         * open_writers entry for the episode. */
-                        manager_queue(m, path);
-                        return 0;
+                /* kernel IMA's open_writers: what is used (run, or read by an
+                 * interpreter) may not be what any digest on record says;
+                 * measure it (provisionally) now and hold the use for it: the
+                 * provisional digest is listed, followed by an open_writers
+                 * entry (handle_outcome). An open may be the writer's own (the
+                 * event does not say): it waits for one hash, bounded. */
+                if (exec) {
+                        (void) recheck_add(m->recheck, path); /* one violation for this episode */
+                        checker_violation(m, path, d, u->algo, "open_writers: executed while open for write");
                 }
-                /* kernel IMA's open_writers: what is used may not be what any
-                 * digest on record says; measure it (provisionally) now */
-                (void) recheck_add(m->recheck, path); /* one violation for this episode */
-                checker_violation(m, path, d, u->algo, "open_writers: executed while open for write");
                 iver_check_invalidate(m->ctx, path);
         }
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, dec.algo, dec.flags, &p, &o);
@@ -558,7 +571,7 @@ static void job_hashed_version(Manager *m, Job *j, const IverCheckOutcome *o) {
         const IverFileAttr *was = &j->dec.attr;
         if (st->uid == was->owner && st->mode == was->mode && st->size == was->size && st->dev == j->pending.st.dev)
                 return;
-        IverFileAttr attr = file_attr(m, NULL, st, was->subject_uid);
+        IverFileAttr attr = file_attr_use(m, NULL, st, was->subject_uid, was->func);
         IverDecision dec;
         iver_check_decide(j->gen->policy, j->path, &attr, j->gen->hash, &dec);
         /* what was hashed and appraised stays as it was done (algorithm,
