@@ -55,6 +55,7 @@ typedef struct DebReader {
         const EVP_MD *md;
         const char *root;
         DebContents *c;
+        size_t first;   /* this package's first entry in c */
         Md5Sum *sums;
         size_t n_sums;
         Member member; /* the member being read */
@@ -74,9 +75,12 @@ __attribute__((format(printf, 2, 3))) static int deb_error(const char *path, con
         fputs("iverctl policy export: ", stderr);
         print_path(stderr, path);
         fputs(": ", stderr);
+        _cleanup_free_ char *msg = NULL;
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        int r = vasprintf(&msg, fmt, ap);
         va_end(ap);
+        /* the message may quote names from the archive: escaped as paths are */
+        print_text(stderr, r < 0 ? "(out of memory)" : msg);
         fputc('\n', stderr);
         return IVERCTL_EXIT_FAILURE;
 }
@@ -206,10 +210,12 @@ static int parse_md5sums(DebReader *d, char *text, size_t len) {
         d->sums = calloc(lines, sizeof(Md5Sum));
         if (!d->sums)
                 return oom();
-        for (char *line = text, *next; line && *line; line = next) {
+        for (char *line = text, *next; line; line = next) {
                 next = strchr(line, '\n');
                 if (next)
                         *next++ = 0;
+                if (!*line)
+                        continue; /* the end, or a blank line */
                 size_t n;
                 Md5Sum *s = &d->sums[d->n_sums];
                 if (strlen(line) < 35 || line[32] != ' ' || line[33] != ' ' ||
@@ -323,7 +329,7 @@ static int hash_hardlink(DebReader *d, const char *self, const char *target, Deb
         if (!rel || asprintf(&name, "%s/%s", d->root, rel) < 0)
                 return rel ? oom() : deb_error(d->path, "hard link to an unsafe path");
         iver_imalog_name_kernel_form(name, strlen(name));
-        for (size_t i = d->c->n - 1; i-- > 0;)
+        for (size_t i = d->c->n - 1; i-- > d->first;)
                 if (!d->c->files[i].symlink && strcmp(d->c->files[i].name, name) == 0) {
                         memcpy(f->digest, d->c->files[i].digest, sizeof(f->digest));
                         d->c->n_hardlinks++;
@@ -457,7 +463,7 @@ static int read_members(DebReader *d, struct archive *outer) {
 
 int deb_read(const char *path, IverHashAlgo algo, const char *root, DebContents *c) {
         _cleanup_(archive_freep) struct archive *outer = archive_read_new();
-        DebReader d = { .path = path, .md = iver_hash_algo_md(algo), .root = root, .c = c };
+        DebReader d = { .path = path, .md = iver_hash_algo_md(algo), .root = root, .c = c, .first = c->n };
         if (!outer)
                 return oom();
         if (!d.md)

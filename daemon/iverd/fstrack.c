@@ -347,6 +347,11 @@ void fstrack_sync(FsTrack *t) {
                 (void) fstrack_drain(t, 4);
 }
 
+void fstrack_sync_use(FsTrack *t) {
+        if (t && t->fd >= 0 && t->n_fs > 0)
+                (void) fstrack_drain(t, 64);
+}
+
 int fstrack_attest(void *userdata, const IverStat *st) {
         FsTrack *t = userdata;
         TrackedFs *f = fstrack_find_dev(t, st->dev);

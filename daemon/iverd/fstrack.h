@@ -50,6 +50,11 @@ void fstrack_mounts_changed(FsTrack *t);
  * close that happened before a check's statx then flags the old entry, which
  * the measurement replaces, instead of the new one (one needless re-hash). */
 void fstrack_sync(FsTrack *t);
+/* The same before a use is answered from the cache: the writes and closes
+ * queued before the use (in the other group: the two queues are not ordered)
+ * flag the entry first (stores through a shared mapping after close move no
+ * timestamp on tmpfs; the close is the only sign). Drains further. */
+void fstrack_sync_use(FsTrack *t);
 
 /* The attest hook of lib/check.c (iver_attest_fn). */
 int fstrack_attest(void *userdata, const IverStat *st);

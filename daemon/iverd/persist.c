@@ -122,15 +122,21 @@ void persist_load(Manager *m) {
                                                                 : iver_snapshot_error_to_string(err));
                 goto out;
         }
-        /* files deleted (or replaced by a non-regular file) while iverd was
-         * down: no event and no walk will ever visit them again */
+        /* files deleted (or replaced by a file of another type) while iverd
+         * was down: no event and no walk will ever visit them again. The
+         * type is the entry's own: a measured symlink (its target's digest)
+         * is kept while a symlink is there, or every restart would hash all
+         * of them again. */
         size_t gone = 0;
         char p[IVER_CACHE_PATH_MAX];
         for (size_t i = iver_cache_size(c); i-- > 0;) {
                 struct stat pst;
+                IverEntry e;
+                iver_cache_get(c, (uint32_t) i, &e);
                 (void) iver_cache_path(c, (uint32_t) i, p, sizeof(p));
                 if (lstat(p, &pst) < 0 ? errno == ENOENT || errno == ENOTDIR
-                                                                             : !S_ISREG(pst.st_mode)) {
+                                       : (pst.st_mode & S_IFMT) != (e.mode & S_IFMT) ||
+                                                 (!S_ISREG(pst.st_mode) && !S_ISLNK(pst.st_mode))) {
                         iver_cache_remove(c, (uint32_t) i);
                         gone++;
                 }

@@ -9,7 +9,8 @@
 #   iver_run CMD... >FILE            # run a test program, killed (by pid) at cleanup if need be
 #   iver_track_pid PID               # a background process to kill (by pid) at cleanup
 #
-# Images are sparse files in a mktemp -d directory, attached with
+# Images are sparse files in a mktemp -d directory (or in IVER_IMAGE_DIR, such
+# as a directory the test made on /dev/shm for speed, which it removes itself), attached with
 # `losetup --find --show`, made with mkfs -q/-f and mounted with -o strictatime
 # so that every read updates atime. The cleanup runs on EXIT, INT and TERM,
 # whether the test passed or failed: it kills tracked processes, unmounts
@@ -124,7 +125,7 @@ iver_mount() {
                 IVER_MNT=$mnt
                 return 0
         fi
-        img=$IVER_WORKDIR/$fs.img
+        img=${IVER_IMAGE_DIR:-$IVER_WORKDIR}/$fs.img
         truncate -s "${IVER_IMAGE_MB}M" -- "$img" || return 1
         if ! dev=$(losetup --find --show "$img" 2>&1); then
                 rm -f -- "$img"
