@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "checker.h"
@@ -99,6 +100,25 @@ static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, co
         (void) evidence_record(m->evidence, path, o, d, sig, sig_len, use);
 }
 
+/* A hit through another hard-link name of the inode (the cache keeps one
+ * entry, with one name, per inode): the inode is not hashed again, but this
+ * name is listed under its own name like any measured name, once (the list's
+ * dedup by template digest makes a name already listed cost one lookup). */
+static void list_other_name(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
+                            bool audit, bool use) {
+        uint8_t sig[2048];
+        ssize_t n = 0;
+        if (d->template_ == IVER_IMA_TEMPLATE_SIG) { /* the inode's signature, as a worker reads it */
+                n = lgetxattr(path, "security.ima", sig, sizeof(sig));
+                if (n < 0 || !iver_appraise_xattr_is_signature(sig, (size_t) n))
+                        n = 0;
+        }
+        if (evidence_record(m->evidence, path, o, d, n > 0 ? sig : NULL, (size_t) n, use) > 0) {
+                m->measurements++;
+                log_measurement(path, o, audit);
+        }
+}
+
 /* use: the check was made for an exec or open waiting on it (on-access).
  * dec: the decision the check was made under. */
 static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverDecision *dec,
@@ -129,6 +149,8 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                         break; /* a held digest, listed now: it is used */
                 if (o->metadata_only && d && d->action == IVER_ACTION_MEASURE)
                         offer_renamed(m, path, o, d, dec->audit, use);
+                else if (o->other_name && d && d->action == IVER_ACTION_MEASURE)
+                        list_other_name(m, path, o, d, dec->audit, use);
                 break;
         case IVER_CHECK_MEASURED:
                 if (!d || d->action != IVER_ACTION_MEASURE)
@@ -267,7 +289,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, int
         j->opt = iver_check_measure_options(m->ctx, &p);
         /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
         j->opt.read_ima_xattr = dec.flags & IVER_CHECK_SIGNATURE_BOUND;
-        workers_submit(m->workers, j);
+        (void) workers_submit_or_follow(m->workers, j); /* another name of an inode being hashed: not again */
         return walked;
 }
 
@@ -557,6 +579,31 @@ static void job_hashed_version(Manager *m, Job *j, const IverCheckOutcome *o) {
         j->dec.audit = dec.audit;
 }
 
+/* A name that followed a job of its inode (workers_submit_or_follow), after
+ * that job's finish: checked again on its own observation, now mostly a hit
+ * on the digest just recorded (listed under this name); hashed after all when
+ * the entry cannot vouch for it (the leader failed, was provisional, or the
+ * inode changed). */
+static void follower_done(Manager *m, Job *f) {
+        IverPending p;
+        IverCheckOutcome o;
+        int r = iver_check_begin_stat(m->ctx, AT_FDCWD, f->path, &f->pending.st, f->pending.algo, f->dec.flags, &p,
+                                      &o);
+        if (r > 0) {
+                bool sig = f->opt.read_ima_xattr;
+                f->pending = p;
+                f->opt = iver_check_measure_options(m->ctx, &p);
+                f->opt.read_ima_xattr = sig;
+                (void) workers_submit_or_follow(m->workers, f);
+                return;
+        }
+        if (o.idx != IVER_CACHE_NONE)
+                iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
+        handle_outcome(m, f->path, &o, &f->dec, NULL, 0, false);
+        queue_done(m->queue, f->path);
+        job_free(f);
+}
+
 int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
         bool uses = false;
@@ -569,6 +616,7 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                 }
                 IverCheckOutcome o;
                 (void) iver_check_finish(m->ctx, j->path, &j->pending, j->r, &j->m, &o);
+                workers_finished(m->workers, j);
                 /* judged under the generation it was dispatched under (a reload
                  * meanwhile applies from the next check on) */
                 job_hashed_version(m, j, &o);
@@ -587,6 +635,11 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                         use_jobs--;
                 } else
                         queue_done(m->queue, j->path);
+                for (Job *f; (f = j->followers);) {
+                        j->followers = f->next;
+                        f->next = NULL;
+                        follower_done(m, f);
+                }
                 job_free(j);
         }
         workers_flush(m->workers); /* what the statx batches found to hash */

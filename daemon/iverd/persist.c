@@ -28,6 +28,15 @@
 
 #define SNAPSHOT_FILE "cache.snap"
 
+/* The boot key's description in @u. IVERD_TEST_SNAPSHOT_KEY names another
+ * one: the key is one per boot for the whole host, so a test that removes or
+ * replaces it (to play a reboot or a forger) would make every other iverd
+ * running then discard its next snapshot; such a test uses a key of its own. */
+static const char *key_desc(void) {
+        const char *e = getenv("IVERD_TEST_SNAPSHOT_KEY");
+        return e && *e ? e : IVER_SNAPSHOT_KEY_DESC;
+}
+
 static char *snapshot_path(const Manager *m) {
         char *p;
         if (asprintf(&p, "%s/%s", m->conf.state_directory, SNAPSHOT_FILE) < 0)
@@ -83,11 +92,11 @@ void persist_load(Manager *m) {
                 log_warning_errno(r, "Cannot read the boot id: %m; snapshots disabled");
                 goto out;
         }
-        r = iver_bootkey_get(IVER_SNAPSHOT_KEY_DESC, 0, key);
+        r = iver_bootkey_get(key_desc(), 0, key);
         if (r == -ENOKEY) {
                 if (exists)
                         discard(path, "no snapshot key in the kernel keyring: written in another boot");
-                r = iver_bootkey_get(IVER_SNAPSHOT_KEY_DESC, 1, key);
+                r = iver_bootkey_get(key_desc(), 1, key);
                 if (r < 0)
                         log_warning_errno(r, "Cannot create the snapshot key in the kernel keyring: %m; snapshots disabled");
                 else
@@ -116,15 +125,21 @@ void persist_load(Manager *m) {
                                                                 : iver_snapshot_error_to_string(err));
                 goto out;
         }
-        /* files deleted (or replaced by a non-regular file) while iverd was
-         * down: no event and no walk will ever visit them again */
+        /* files deleted (or replaced by a file of another type) while iverd
+         * was down: no event and no walk will ever visit them again. The
+         * type is the entry's own: a measured symlink (its target's digest)
+         * is kept while a symlink is there, or every restart would hash all
+         * of them again. */
         size_t gone = 0;
         char p[IVER_CACHE_PATH_MAX];
         for (size_t i = iver_cache_size(c); i-- > 0;) {
                 struct stat pst;
+                IverEntry e;
+                iver_cache_get(c, (uint32_t) i, &e);
                 (void) iver_cache_path(c, (uint32_t) i, p, sizeof(p));
                 if (lstat(p, &pst) < 0 ? errno == ENOENT || errno == ENOTDIR
-                                                                             : !S_ISREG(pst.st_mode)) {
+                                       : (pst.st_mode & S_IFMT) != (e.mode & S_IFMT) ||
+                                                 (!S_ISREG(pst.st_mode) && !S_ISLNK(pst.st_mode))) {
                         iver_cache_remove(c, (uint32_t) i);
                         gone++;
                 }
@@ -153,7 +168,7 @@ int persist_save(Manager *m) {
         (void) evidence_commit(m->evidence);
         int r = scope_id(m, boot);
         if (r >= 0)
-                r = iver_bootkey_get(IVER_SNAPSHOT_KEY_DESC, 1, key);
+                r = iver_bootkey_get(key_desc(), 1, key);
         if (r >= 0)
                 r = iver_snapshot_write(path, iver_context_cache(m->ctx), k, boot, key);
         memset(key, 0, sizeof(key));
