@@ -10,6 +10,7 @@
 #include "iver/check.h"
 #include "check-internal.h"
 #include "macro.h"
+#include "pseudofs.h"
 
 
 
@@ -138,6 +139,7 @@ static void outcome_reset(IverCheckOutcome *out) {
         out->digest.algo = _IVER_HASH_INVALID;
         out->digest.len = 0;
         out->metadata_only = false;
+        out->other_name = false;
         out->reason = _IVER_REASON_INVALID;
         out->cookie = (IverCookie) { .source = _IVER_COOKIE_INVALID };
         out->id = (IverIdentity) {};
@@ -204,6 +206,11 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
                 iver_ledger_account(ctx->ledger, &v, st.size, 0, 0, 0, path);
                 out->result = IVER_CHECK_HIT;
                 out->metadata_only = reason == IVER_REASON_METADATA_ONLY;
+                /* one entry per inode, under one of its names: a hard link's
+                 * other name hits without a hash (the inode's content is on
+                 * record), and the caller lists it under its own name. Only
+                 * for nlink > 1: the lookup by path costs on every hit. */
+                out->other_name = st.nlink > 1 && iver_cache_find_path(ctx->cache, path, strlen(path)) != idx;
                 out->verdict = v;
                 out->digest = e.digest;
                 out->idx = idx;
@@ -240,11 +247,15 @@ bool iver_check_peek(const IverContext *ctx, const IverStat *st, IverHashAlgo al
 }
 
 IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const IverPending *pending) {
+        /* the cookie table knows each filesystem's type once: no fstatfs a file */
+        uint64_t magic = iver_cookie_table_fs_magic(ctx->cookies, pending->st.dev);
         return (IverMeasureOptions) {
                 .algo = pending->algo,
                 .source = pending->source,
                 .statx = ctx->opt.statx,
                 .getversion = (int8_t) iver_cookie_table_getversion(ctx->cookies, pending->st.dev),
+                .fs_dev_checked = magic != 0 && !iver_fs_is_pseudo(magic, NULL),
+                .fs_dev = pending->st.dev,
         };
 }
 

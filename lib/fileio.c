@@ -35,6 +35,27 @@ int iver_read_full(int fd, void *buf, size_t size, size_t *ret_len) {
         return 0;
 }
 
+int iver_pread_full(int fd, void *buf, size_t size, uint64_t offset, size_t *ret_len) {
+        uint8_t *p = buf;
+        size_t len = 0;
+
+        while (len < size) {
+                ssize_t k = pread(fd, p + len, size - len, (off_t) (offset + len));
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+        }
+        if (!ret_len)
+                return len == size ? 0 : -EIO;
+        *ret_len = len;
+        return 0;
+}
+
 int iver_write_full(int fd, const void *buf, size_t len) {
         const uint8_t *p = buf;
 

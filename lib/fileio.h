@@ -7,11 +7,17 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
 /* Read until EOF or size bytes; *ret_len receives what was read. */
 int iver_read_full(int fd, void *buf, size_t size, size_t *ret_len);
+/* Read size bytes of fd at offset (pread: the file position does not move),
+ * retrying short reads and EINTR. With ret_len, the file may end first
+ * (*ret_len: what was read); without it that is -EIO (the file is shorter
+ * than its reader was told: it shrank under us). The one pread loop. */
+int iver_pread_full(int fd, void *buf, size_t size, uint64_t offset, size_t *ret_len);
 /* Write all len bytes (retrying short writes and EINTR). */
 int iver_write_full(int fd, const void *buf, size_t len);
 

@@ -57,14 +57,13 @@ static int tail_is_torn(int fd, uint64_t off, uint64_t size) {
         size_t ext;
 
         for (uint64_t at = off; at < size && zero;) {
-                ssize_t k = pread(fd, buf, (size_t) (size - at < sizeof(buf) ? size - at : sizeof(buf)), (off_t) at);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return k < 0 ? negative_errno() : -EIO;
-                if (at == off && iver_imalog_entry_binary_extent(buf, (size_t) k, &ext) >= 0 && ext == size - off)
+                size_t k = (size_t) MIN(size - at, (uint64_t) sizeof(buf));
+                int r = iver_pread_full(fd, buf, k, at, NULL);
+                if (r < 0)
+                        return r;
+                if (at == off && iver_imalog_entry_binary_extent(buf, k, &ext) >= 0 && ext == size - off)
                         return 1;
-                for (ssize_t i = 0; i < k && zero; i++)
+                for (size_t i = 0; i < k && zero; i++)
                         zero = buf[i] == 0;
                 at += (uint64_t) k;
         }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "imalog-index.h"
+#include "fileio.h"
 #include "macro.h"
 
 #define OFFSET_BITS 38
@@ -55,15 +56,9 @@ static size_t home(uint64_t fp, unsigned bits) {
 static int record_is(int fd, uint64_t offset, uint32_t pcr, const uint8_t *digest) {
         uint8_t buf[RECORD_KEY_SIZE];
         uint32_t p;
-        ssize_t k;
-
-        do
-                k = pread(fd, buf, sizeof(buf), (off_t) offset);
-        while (k < 0 && errno == EINTR);
-        if (k < 0)
-                return -errno;
-        if (k != (ssize_t) sizeof(buf))
-                return -EIO;    /* the list got shorter under us */
+        int r = iver_pread_full(fd, buf, sizeof(buf), offset, NULL); /* -EIO: the list got shorter under us */
+        if (r < 0)
+                return r;
         memcpy(&p, buf, 4);
         return p == pcr && memcmp(buf + 4, digest, IVER_IMA_TEMPLATE_DIGEST_SIZE) == 0;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "iver/imalog.h"
+#include "fileio.h"
 #include "macro.h"
 
 #define READ_SIZE (64U * 1024U)
@@ -83,13 +84,11 @@ static int fill(IverImaReader *r, uint64_t end, size_t want) {
         size_t room = r->cap - r->len;
         if (room > end - at)
                 room = (size_t) (end - at);
-        ssize_t k;
-        do
-                k = pread(r->fd, r->buf + r->len, room, (off_t) at);
-        while (k < 0 && errno == EINTR);
-        if (k < 0)
-                return -errno;
-        r->len += (size_t) k;
+        size_t k;
+        int e = iver_pread_full(r->fd, r->buf + r->len, room, at, &k);
+        if (e < 0)
+                return e;
+        r->len += k;
         return k > 0;
 }
 
@@ -125,17 +124,11 @@ int iver_imalog_read_prefix(int fd, uint64_t size, uint8_t **ret) {
         if (size > SIZE_MAX - 1)
                 return -EFBIG;
         _cleanup_free_ uint8_t *buf = malloc((size_t) size + 1);
-        size_t got = 0;
         if (!buf)
                 return -ENOMEM;
-        while (got < size) {
-                ssize_t k = pread(fd, buf + got, (size_t) size - got, (off_t) got);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return k < 0 ? negative_errno() : -EIO;
-                got += (size_t) k;
-        }
+        int r = iver_pread_full(fd, buf, (size_t) size, 0, NULL);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(buf);
         return 0;
 }

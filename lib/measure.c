@@ -128,7 +128,7 @@ static bool same_observation(IverCookieSource source, const IverStat *a, const I
 /* One attempt on an open fd. Returns 1 when the result is final (stable,
  * provisional, not regular), 0 to retry, -errno on error. */
 static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD_CTX *ctx, bool may_lease,
-                   const IverStat *pre, int64_t pre_at, IverMeasurement *m) {
+                   bool closing, const IverStat *pre, int64_t pre_at, IverMeasurement *m) {
         bool want_version = o->source == IVER_COOKIE_STATX_VERSION;
         IverStat before, after;
         IverDigest d = {};
@@ -161,7 +161,9 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
                 goto out;
         }
         struct statfs sfs;
-        if (!S_ISREG(before.mode) || (fstatfs(fd, &sfs) == 0 && iver_fs_is_pseudo((uint64_t) sfs.f_type, NULL))) {
+        if (!S_ISREG(before.mode) ||
+            (!(o->fs_dev_checked && before.dev == o->fs_dev) && fstatfs(fd, &sfs) == 0 &&
+             iver_fs_is_pseudo((uint64_t) sfs.f_type, NULL))) {
                 /* a pseudo filesystem's file (proc, sysfs…) is never hashed: lib/pseudofs.h */
                 m->st = before;
                 m->status = IVER_MEASURE_NOT_REGULAR;
@@ -198,7 +200,14 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
         if (r < 0)
                 goto out;
         after.gen = before.gen;
-        if (leased && fcntl(fd, F_GETLEASE) != F_RDLCK) {
+        /* A file hashed in one chunk is not polled: while the lease was held
+         * no writer could open it (a breaking open waits for us, or fails
+         * with O_NONBLOCK) and no writable mapping could exist, and a writer
+         * let in by a lease the kernel revoked after lease-break-time moves
+         * the ctime the statx after compares (multigrain: later than the one
+         * seen; coarse: the racy guard). What was hashed is a version that
+         * existed under this cookie; the waiting writer is let in by close. */
+        if (leased && (uint64_t) n > (o->chunk_size ?: DEFAULT_CHUNK) && fcntl(fd, F_GETLEASE) != F_RDLCK) {
                 m->lease_broken = true;
                 r = 0;
                 goto out;
@@ -212,7 +221,9 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
         m->status = leased ? IVER_MEASURE_STABLE : IVER_MEASURE_PROVISIONAL;
         r = 1;
 out:
-        if (leased)
+        /* closing: the caller closes fd right after a final result, and the
+         * close ends the lease (one fcntl fewer a file) */
+        if (leased && (r == 0 || !closing))
                 (void) fcntl(fd, F_SETLEASE, F_UNLCK);
         return r;
 }
@@ -224,7 +235,7 @@ void iver_measurement_done(IverMeasurement *m) {
         m->ima_xattr_r = -ENODATA;
 }
 
-static int measure_fd(int fd, const IverMeasureOptions *opt, const IverStat *pre, int64_t pre_at,
+static int measure_fd(int fd, const IverMeasureOptions *opt, bool closing, const IverStat *pre, int64_t pre_at,
                       IverMeasurement *ret) {
         IverMeasureOptions o = *opt;
         IverMeasurement m = { .status = IVER_MEASURE_UNSTABLE, .ima_xattr_r = -ENODATA };
@@ -242,7 +253,7 @@ static int measure_fd(int fd, const IverMeasureOptions *opt, const IverStat *pre
 
         bool may_lease = o.sigio_ignored || sigio_safe();
         for (m.attempts = 1; m.attempts <= o.max_attempts; m.attempts++) {
-                r = attempt(fd, &o, md, h.ctx, may_lease, m.attempts == 1 ? pre : NULL, pre_at, &m);
+                r = attempt(fd, &o, md, h.ctx, may_lease, closing, m.attempts == 1 ? pre : NULL, pre_at, &m);
                 if (r != 0)
                         break;
         }
@@ -262,7 +273,7 @@ static int measure_fd(int fd, const IverMeasureOptions *opt, const IverStat *pre
 }
 
 int iver_measure_fd(int fd, const IverMeasureOptions *opt, IverMeasurement *ret) {
-        return measure_fd(fd, opt, NULL, 0, ret);
+        return measure_fd(fd, opt, false, NULL, 0, ret); /* the caller's fd: the lease ends here */
 }
 
 int iver_measure_stat(int dirfd, const char *path, const IverStat *st, int64_t st_at, const IverMeasureOptions *opt,
@@ -281,7 +292,7 @@ int iver_measure_stat(int dirfd, const char *path, const IverStat *st, int64_t s
         if (fd < 0)
                 return errno == ELOOP ? (*ret = (IverMeasurement) { .status = IVER_MEASURE_NOT_REGULAR, .st = *st }, 0)
                                       : negative_errno();
-        return measure_fd(fd, opt, st, st_at, ret);
+        return measure_fd(fd, opt, true, st, st_at, ret); /* closed on return */
 }
 
 int iver_measure(int dirfd, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {

@@ -16,6 +16,8 @@ typedef enum RuleCond {
         COND_MODE,
         COND_SIZE_LE,
         COND_SIZE_GE,
+        COND_FUNC,
+        COND_MASK,
         OPT_PCR,
         OPT_HASH,
         OPT_TEMPLATE,
@@ -24,7 +26,8 @@ typedef enum RuleCond {
 
 /* Conditions other than path= (they need the file's attributes). */
 #define COND_ATTR_MASK ((1u << COND_FSTYPE) | (1u << COND_UID) | (1u << COND_FOWNER) | \
-                        (1u << COND_MODE) | (1u << COND_SIZE_LE) | (1u << COND_SIZE_GE))
+                        (1u << COND_MODE) | (1u << COND_SIZE_LE) | (1u << COND_SIZE_GE) | \
+                        (1u << COND_FUNC) | (1u << COND_MASK))
 
 typedef enum ModeKind {
         MODE_ANY,   /* mode=exec, mode=&0111: any of the bits set */
@@ -43,6 +46,9 @@ typedef struct IverRule {
         ModeKind mode_kind;
         uint32_t mode;
         uint64_t size_le, size_ge;
+        uint8_t func;            /* IverPolicyFunc */
+        bool mask_any;           /* mask=^MAY_…: any of the bits; else exactly */
+        uint32_t mask;
         int pcr;
         IverHashAlgo hash;
         IverImaTemplate template_;

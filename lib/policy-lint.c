@@ -219,6 +219,12 @@ int iver_policy_rule_format(const IverPolicy *p, size_t i, char **ret) {
                 buf_printf(&b, " size>=%llu", (unsigned long long) r->size_ge);
         if (r->set & (1u << COND_SIZE_LE))
                 buf_printf(&b, " size<=%llu", (unsigned long long) r->size_le);
+        if (r->set & (1u << COND_FUNC))
+                buf_printf(&b, " func=%s", r->func == IVER_FUNC_OPEN ? "FILE_CHECK" : "BPRM_CHECK");
+        if (r->set & (1u << COND_MASK))
+                buf_printf(&b, " mask=%s%s", r->mask_any ? "^" : "",
+                           r->mask == IVER_MAY_EXEC ? "MAY_EXEC" : r->mask == IVER_MAY_WRITE ? "MAY_WRITE" :
+                           r->mask == IVER_MAY_READ ? "MAY_READ" : "MAY_APPEND");
         if (r->set & (1u << OPT_PCR))
                 buf_printf(&b, " pcr=%d", r->pcr);
         if (r->set & (1u << OPT_HASH))

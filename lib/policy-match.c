@@ -161,6 +161,9 @@ int policy_index_build(IverPolicy *p) {
 }
 
 bool policy_rule_attrs_match(const IverRule *r, const IverFileAttr *a) {
+        /* OnAccess=exec: an open is checked only where a rule asks for it */
+        if (a && a->func == IVER_FUNC_OPEN && !a->open_default && !(r->set & (1u << COND_FUNC)))
+                return false;
         if (!(r->set & COND_ATTR_MASK))
                 return true;
         if (!a)
@@ -179,7 +182,21 @@ bool policy_rule_attrs_match(const IverRule *r, const IverFileAttr *a) {
                 return false;
         if ((r->set & (1u << COND_SIZE_GE)) && a->size < r->size_ge)
                 return false;
+        /* func= and mask= say which uses are checked; a scan (no use) matches */
+        if ((r->set & (1u << COND_FUNC)) && a->func != IVER_FUNC_NONE && a->func != r->func)
+                return false;
+        if ((r->set & (1u << COND_MASK)) && a->mask != 0 &&
+            (r->mask_any ? (a->mask & r->mask) == 0 : a->mask != r->mask))
+                return false;
         return true;
+}
+
+bool iver_policy_wants_opens(const IverPolicy *p) {
+        for (size_t i = 0; p && i < p->n_rules; i++)
+                if ((p->rules[i].set & (1u << COND_FUNC)) && p->rules[i].func == IVER_FUNC_OPEN &&
+                    iver_policy_action_is_positive(p->rules[i].action))
+                        return true;
+        return false;
 }
 
 static uint32_t scan_list(const IverPolicy *p, const TrieNode *n, const uint8_t *path, size_t len,

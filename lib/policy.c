@@ -273,6 +273,38 @@ static int parse_fowner(Parser *ps, IverRule *r, const Value *v) {
         return parse_uid_value(ps, v, "fowner", &r->fowner);
 }
 
+static int parse_func(Parser *ps, IverRule *r, const Value *v) {
+        static const struct { const char *name; IverPolicyFunc func; } names[] = {
+                { "FILE_CHECK", IVER_FUNC_OPEN }, { "open", IVER_FUNC_OPEN },
+                { "BPRM_CHECK", IVER_FUNC_EXEC }, { "exec", IVER_FUNC_EXEC },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (strcmp((const char *) v->s, names[i].name) == 0) {
+                        r->func = (uint8_t) names[i].func;
+                        return 0;
+                }
+        error(ps, ps->val_col, "unsupported func '%s', expected FILE_CHECK (open) or BPRM_CHECK (exec)", repr(ps, v->s, v->len));
+        return -EINVAL;
+}
+
+static int parse_mask(Parser *ps, IverRule *r, const Value *v) {
+        static const struct { const char *name; uint32_t bit; } names[] = {
+                { "MAY_EXEC", IVER_MAY_EXEC }, { "MAY_WRITE", IVER_MAY_WRITE },
+                { "MAY_READ", IVER_MAY_READ }, { "MAY_APPEND", IVER_MAY_APPEND },
+        };
+        const char *s = (const char *) v->s;
+        r->mask_any = s[0] == '^';
+        s += r->mask_any;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (strcmp(s, names[i].name) == 0) {
+                        r->mask = names[i].bit;
+                        return 0;
+                }
+        error(ps, ps->val_col, "invalid mask '%s', expected MAY_READ, MAY_WRITE, MAY_APPEND or MAY_EXEC, with ^ for any of the bits",
+              repr(ps, v->s, v->len));
+        return -EINVAL;
+}
+
 static int parse_mode(Parser *ps, IverRule *r, const Value *v) {
         static const struct { const char *name; uint32_t bits; } names[] = {
                 { "exec", 0111 }, { "setuid", 04000 }, { "setgid", 02000 }, { "sticky", 01000 },
@@ -380,6 +412,8 @@ static const struct Keyword {
         { "mode",     "=",  COND_MODE,    ACTIONS_ALL,      "exec, setuid, setgid, sticky or octal", parse_mode     },
         { "size",     "<=", COND_SIZE_LE, ACTIONS_ALL,      "a size such as 64M",                    parse_size_le  },
         { "size",     ">=", COND_SIZE_GE, ACTIONS_ALL,      "a size such as 64M",                    parse_size_ge  },
+        { "func",     "=",  COND_FUNC,    ACTIONS_ALL,      "FILE_CHECK (open) or BPRM_CHECK (exec)", parse_func     },
+        { "mask",     "=",  COND_MASK,    ACTIONS_ALL,      "MAY_READ, MAY_EXEC…, ^ for any",        parse_mask     },
         { "pcr",      "=",  OPT_PCR,      ACTIONS_MEASURE,  "a PCR number from 0 to 23",             parse_pcr      },
         { "hash",     "=",  OPT_HASH,     ACTIONS_POSITIVE, "a hash algorithm such as sha256",       parse_hash     },
         { "template", "=",  OPT_TEMPLATE, ACTIONS_MEASURE,  "ima-ng or ima-sig",                     parse_template },
@@ -435,7 +469,7 @@ static int parse_word(Parser *ps, IverRule *r, const uint8_t *s, size_t n, size_
                                 kw = &keywords[j];
                 }
         if (!key_known) {
-                error(ps, (unsigned) start + 1, "unknown condition or option '%s', expected path=, fstype=, uid=, fowner=, mode=, size<=, size>=, pcr=, hash= or template=",
+                error(ps, (unsigned) start + 1, "unknown condition or option '%s', expected path=, fstype=, uid=, fowner=, mode=, size<=, size>=, func=, mask=, pcr=, hash= or template=",
                       repr(ps, key, key_len));
                 return -EINVAL;
         }

@@ -289,21 +289,19 @@ static bool refill(Reader *r, size_t n) {
         memmove(r->win, r->p, r->avail);
         r->p = r->win;
         uint64_t want = MIN((uint64_t) (r->win_size - r->avail), r->left - r->avail);
-        while (want > 0) {
-                ssize_t k = pread(r->fd, r->win + r->avail, (size_t) want, (off_t) r->off);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0) {
-                        r->error = k < 0 ? negative_errno() : -EIO;     /* shrank under us */
+        if (want > 0) {
+                size_t k = (size_t) want;
+                int e = iver_pread_full(r->fd, r->win + r->avail, k, r->off, NULL); /* -EIO: shrank under us */
+                if (e < 0) {
+                        r->error = e;
                         return false;
                 }
-                if (r->mac && EVP_MAC_update(r->mac, r->win + r->avail, (size_t) k) != 1) {
+                if (r->mac && EVP_MAC_update(r->mac, r->win + r->avail, k) != 1) {
                         r->error = -EIO;
                         return false;
                 }
-                r->avail += (size_t) k;
+                r->avail += k;
                 r->off += (uint64_t) k;
-                want -= (uint64_t) k;
         }
         return r->avail >= n;
 }
@@ -447,15 +445,11 @@ static int mac_file(int fd, uint64_t len, const uint8_t *key, uint8_t *win, size
         size_t ml = 0;
         int r = ctx ? 0 : -ENOMEM;
         for (uint64_t off = 0; r == 0 && off < len;) {
-                ssize_t k = pread(fd, win, (size_t) MIN(len - off, (uint64_t) win_size), (off_t) off);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        r = k < 0 ? negative_errno() : -EIO;
-                else if (EVP_MAC_update(ctx, win, (size_t) k) != 1)
+                size_t k = (size_t) MIN(len - off, (uint64_t) win_size);
+                r = iver_pread_full(fd, win, k, off, NULL);
+                if (r == 0 && EVP_MAC_update(ctx, win, k) != 1)
                         r = -EIO;
-                else
-                        off += (uint64_t) k;
+                off += k;
         }
         if (r == 0 && (EVP_MAC_final(ctx, out, &ml, MAC_SIZE) != 1 || ml != MAC_SIZE))
                 r = -EIO;
@@ -475,9 +469,11 @@ int iver_snapshot_read(const char *path, const uint8_t boot_id[16], const uint8_
                 return negative_errno();
         uint64_t len = (uint64_t) st.st_size;
         uint8_t head[12] = {}, m[MAC_SIZE], stored[MAC_SIZE];
-        if (pread(fd, head, sizeof(head), 0) < 0)
-                return negative_errno();
-        int r = check_head(head, len, ret_error);
+        size_t got;
+        int r = iver_pread_full(fd, head, sizeof(head), 0, &got); /* a short file: check_head says so */
+        if (r < 0)
+                return r;
+        r = check_head(head, len, ret_error);
         if (r < 0)
                 return r;
         /* a window, not the file: read twice, authenticated before interpreted */
@@ -488,8 +484,9 @@ int iver_snapshot_read(const char *path, const uint8_t boot_id[16], const uint8_
         r = mac_file(fd, len - MAC_SIZE, key, win, win_size, m);
         if (r < 0)
                 return r;
-        if (pread(fd, stored, MAC_SIZE, (off_t) (len - MAC_SIZE)) != MAC_SIZE)
-                return -EIO;
+        r = iver_pread_full(fd, stored, MAC_SIZE, len - MAC_SIZE, NULL);
+        if (r < 0)
+                return r;
         if (CRYPTO_memcmp(m, stored, MAC_SIZE) != 0)
                 return fail(IVER_SNAPSHOT_BAD_MAC, ret_error);
         /* The second read is MAC'd too and must give the same MAC: bytes

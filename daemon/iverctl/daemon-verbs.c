@@ -248,15 +248,16 @@ int verb_log(int argc, char *argv[]) {
         if (binary) {
                 static uint8_t buf[1 << 20];
                 for (uint64_t off = 0; off < end;) {
-                        ssize_t k = pread(fd, buf, (size_t) MIN(end - off, (uint64_t) sizeof(buf)), (off_t) off);
-                        if (k <= 0) {
+                        size_t k = (size_t) MIN(end - off, (uint64_t) sizeof(buf));
+                        int e = iver_pread_full(fd, buf, k, off, NULL);
+                        if (e < 0) {
                                 fprintf(stderr, "iverctl log: cannot read the list at byte %" PRIu64 ": %s\n", off,
-                                        k < 0 ? strerror(errno) : "the file is shorter than the daemon said");
+                                        e == -EIO ? "the file is shorter than the daemon said" : strerror(-e));
                                 return IVERCTL_EXIT_DAEMON;
                         }
-                        if (fwrite(buf, 1, (size_t) k, stdout) != (size_t) k)
+                        if (fwrite(buf, 1, k, stdout) != k)
                                 return IVERCTL_EXIT_FAILURE;
-                        off += (uint64_t) k;
+                        off += k;
                 }
                 return IVERCTL_EXIT_OK;
         }

@@ -75,9 +75,12 @@ __attribute__((format(printf, 2, 3))) static int deb_error(const char *path, con
         fputs("iverctl policy export: ", stderr);
         print_path(stderr, path);
         fputs(": ", stderr);
+        _cleanup_free_ char *msg = NULL;
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        int r = vasprintf(&msg, fmt, ap);
         va_end(ap);
+        /* the message may quote names from the archive: escaped as paths are */
+        print_text(stderr, r < 0 ? "(out of memory)" : msg);
         fputc('\n', stderr);
         return IVERCTL_EXIT_FAILURE;
 }
@@ -207,10 +210,12 @@ static int parse_md5sums(DebReader *d, char *text, size_t len) {
         d->sums = calloc(lines, sizeof(Md5Sum));
         if (!d->sums)
                 return oom();
-        for (char *line = text, *next; line && *line; line = next) {
+        for (char *line = text, *next; line; line = next) {
                 next = strchr(line, '\n');
                 if (next)
                         *next++ = 0;
+                if (!*line)
+                        continue; /* the end, or a blank line */
                 size_t n;
                 Md5Sum *s = &d->sums[d->n_sums];
                 if (strlen(line) < 35 || line[32] != ' ' || line[33] != ' ' ||

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "checker.h"
@@ -84,6 +85,25 @@ static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, co
         (void) evidence_record(m->evidence, path, o, d, sig, sig_len, use);
 }
 
+/* A hit through another hard-link name of the inode (the cache keeps one
+ * entry, with one name, per inode): the inode is not hashed again, but this
+ * name is listed under its own name like any measured name, once (the list's
+ * dedup by template digest makes a name already listed cost one lookup). */
+static void list_other_name(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
+                            bool audit, bool use) {
+        uint8_t sig[2048];
+        ssize_t n = 0;
+        if (d->template_ == IVER_IMA_TEMPLATE_SIG) { /* the inode's signature, as a worker reads it */
+                n = lgetxattr(path, "security.ima", sig, sizeof(sig));
+                if (n < 0 || !iver_appraise_xattr_is_signature(sig, (size_t) n))
+                        n = 0;
+        }
+        if (evidence_record(m->evidence, path, o, d, n > 0 ? sig : NULL, (size_t) n, use) > 0) {
+                m->measurements++;
+                log_measurement(path, o, audit);
+        }
+}
+
 /* use: the check was made for an exec or open waiting on it (on-access).
  * dec: the decision the check was made under. */
 static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverDecision *dec,
@@ -116,6 +136,8 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
                         hold(m, path, o, d, dec->audit, NULL, 0); /* the held entry follows name and cookie */
                 else if (o->metadata_only && d && d->action == IVER_ACTION_MEASURE)
                         offer_renamed(m, path, o, d, dec->audit, use);
+                else if (o->other_name && d && d->action == IVER_ACTION_MEASURE)
+                        list_other_name(m, path, o, d, dec->audit, use);
                 break;
         case IVER_CHECK_MEASURED:
                 if (!d || d->action != IVER_ACTION_MEASURE)
@@ -153,8 +175,12 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
         }
 }
 
-/* The attributes of st that rules look at (fstype=, fowner=, uid=, mode=, size). */
-static IverFileAttr file_attr(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid) {
+/* The attributes of st that rules look at (fstype=, fowner=, uid=, mode=,
+ * size), for a use (func; IVER_FUNC_NONE: none): func= and mask= rules say
+ * which uses they check (an open, as fanotify shows it, is a read: the
+ * opener's access mode is not in the event). */
+static IverFileAttr file_attr_use(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid,
+                                  IverPolicyFunc func) {
         IverCookieTable *t = iver_context_cookies(m->ctx);
         if (path)
                 (void) iver_cookie_table_source(t, st->dev, AT_FDCWD, path);
@@ -164,7 +190,14 @@ static IverFileAttr file_attr(Manager *m, const char *path, const IverStat *st, 
                 .subject_uid = subject_uid,
                 .mode = st->mode,
                 .size = st->size,
+                .func = (uint8_t) func,
+                .open_default = m->conf.on_access == IVER_ON_ACCESS_OPEN,
+                .mask = func == IVER_FUNC_EXEC ? IVER_MAY_EXEC : func == IVER_FUNC_OPEN ? IVER_MAY_READ : 0,
         };
+}
+
+static IverFileAttr file_attr(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid) {
+        return file_attr_use(m, path, st, subject_uid, IVER_FUNC_NONE);
 }
 
 bool checker_decide(Manager *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
@@ -243,7 +276,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, int
         j->opt = iver_check_measure_options(m->ctx, &p);
         /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
         j->opt.read_ima_xattr = dec.flags & IVER_CHECK_SIGNATURE_BOUND;
-        workers_submit(m->workers, j);
+        (void) workers_submit_or_follow(m->workers, j); /* another name of an inode being hashed: not again */
         return walked;
 }
 
@@ -360,6 +393,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         int r = iver_context_stat_fd(m->ctx, fd, &st);
         if (r < 0)
                 return r;
+        fstrack_sync_use(m->fstrack); /* a close before this use flags the entry first */
         /* the usual exec: this inode's content is on record unchanged (a file
          * open for write cannot be executed: ETXTBSY; a miss hashes under a
          * read lease, and without one its provisional result is a violation) */
@@ -379,24 +413,25 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         /* a marked name is decided as the name the user saw: what it claims
          * to be is measured, under a name that cannot pass for it */
         uint32_t subject = process_uid(pid);
-        if (!S_ISREG(st.mode) || !checker_decide(m, m->gen, path[0] == '/' ? path : seen, &st, subject, &dec))
+        if (!S_ISREG(st.mode))
+                return 0;
+        IverFileAttr attr = file_attr_use(m, path[0] == '/' ? path : NULL, &st, subject, exec ? IVER_FUNC_EXEC : IVER_FUNC_OPEN);
+        iver_check_decide(m->gen->policy, path[0] == '/' ? path : seen, &attr, m->gen->hash, &dec);
+        if (!dec.measure && !dec.appraise)
                 return 0;
         *u = (CheckerUse) { .d = dec.d, .measure = dec.measure, .algo = dec.algo };
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
         if (open_for_write(fd) && path[0] == '/') {
-                if (!exec) {
-                        /* An open (open mode) while a writer exists may be the
-                         * writer's own: the event does not say, and the opener's
-                         * /proc/PID/syscall is not ours to read. Allow it and
-                         * measure now: a provisional result is listed with one
-                         * open_writers entry for the episode. */
-                        manager_queue(m, path);
-                        return 0;
+                /* kernel IMA's open_writers: what is used (run, or read by an
+                 * interpreter) may not be what any digest on record says;
+                 * measure it (provisionally) now and hold the use for it: the
+                 * provisional digest is listed, followed by an open_writers
+                 * entry (handle_outcome). An open may be the writer's own (the
+                 * event does not say): it waits for one hash, bounded. */
+                if (exec) {
+                        (void) recheck_add(m->recheck, path); /* one violation for this episode */
+                        checker_violation(m, path, d, u->algo, "open_writers: executed while open for write");
                 }
-                /* kernel IMA's open_writers: what is used may not be what any
-                 * digest on record says; measure it (provisionally) now */
-                (void) recheck_add(m->recheck, path); /* one violation for this episode */
-                checker_violation(m, path, d, u->algo, "open_writers: executed while open for write");
                 iver_check_invalidate(m->ctx, path);
         }
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, dec.algo, dec.flags, &p, &o);
@@ -451,11 +486,6 @@ static bool check_path(Manager *m, const char *path) {
 
 bool checker_scan_observed(Manager *m, const char *path, const IverStat *st, int64_t st_at) {
         return check_observed(m, path, st, st_at, true);
-}
-
-void checker_stat_options(Manager *m, iver_statx_fn *ret_statx, bool *ret_want_version) {
-        *ret_statx = iver_context_statx(m->ctx);
-        *ret_want_version = iver_cookie_table_wants_version(iver_context_cookies(m->ctx));
 }
 
 bool checker_has_room(const Manager *m) {
@@ -526,7 +556,7 @@ static void job_hashed_version(Manager *m, Job *j, const IverCheckOutcome *o) {
         const IverFileAttr *was = &j->dec.attr;
         if (st->uid == was->owner && st->mode == was->mode && st->size == was->size && st->dev == j->pending.st.dev)
                 return;
-        IverFileAttr attr = file_attr(m, NULL, st, was->subject_uid);
+        IverFileAttr attr = file_attr_use(m, NULL, st, was->subject_uid, was->func);
         IverDecision dec;
         iver_check_decide(j->gen->policy, j->path, &attr, j->gen->hash, &dec);
         /* what was hashed and appraised stays as it was done (algorithm,
@@ -537,6 +567,31 @@ static void job_hashed_version(Manager *m, Job *j, const IverCheckOutcome *o) {
         j->dec.measure = dec.measure;
         j->dec.d = dec.d;
         j->dec.audit = dec.audit;
+}
+
+/* A name that followed a job of its inode (workers_submit_or_follow), after
+ * that job's finish: checked again on its own observation, now mostly a hit
+ * on the digest just recorded (listed under this name); hashed after all when
+ * the entry cannot vouch for it (the leader failed, was provisional, or the
+ * inode changed). */
+static void follower_done(Manager *m, Job *f) {
+        IverPending p;
+        IverCheckOutcome o;
+        int r = iver_check_begin_stat(m->ctx, AT_FDCWD, f->path, &f->pending.st, f->pending.algo, f->dec.flags, &p,
+                                      &o);
+        if (r > 0) {
+                bool sig = f->opt.read_ima_xattr;
+                f->pending = p;
+                f->opt = iver_check_measure_options(m->ctx, &p);
+                f->opt.read_ima_xattr = sig;
+                (void) workers_submit_or_follow(m->workers, f);
+                return;
+        }
+        if (o.idx != IVER_CACHE_NONE)
+                iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
+        handle_outcome(m, f->path, &o, &f->dec, NULL, 0, false);
+        queue_done(m->queue, f->path);
+        job_free(f);
 }
 
 int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -551,6 +606,7 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                 }
                 IverCheckOutcome o;
                 (void) iver_check_finish(m->ctx, j->path, &j->pending, j->r, &j->m, &o);
+                workers_finished(m->workers, j);
                 /* judged under the generation it was dispatched under (a reload
                  * meanwhile applies from the next check on) */
                 job_hashed_version(m, j, &o);
@@ -569,6 +625,11 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                         use_jobs--;
                 } else
                         queue_done(m->queue, j->path);
+                for (Job *f; (f = j->followers);) {
+                        j->followers = f->next;
+                        f->next = NULL;
+                        follower_done(m, f);
+                }
                 job_free(j);
         }
         workers_flush(m->workers); /* what the statx batches found to hash */

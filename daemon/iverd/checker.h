@@ -27,9 +27,6 @@ bool checker_decide(Manager *m, const Generation *g, const char *path, const Ive
  * Returns true when done (the usual unchanged file) or handed over; false
  * when the file must go through the queue. */
 bool checker_scan_observed(Manager *m, const char *path, const IverStat *st, int64_t st_at);
-/* How the walk's statx is to be made (iver_stat's fn and want_version), as
- * iver_context_stat() would. */
-void checker_stat_options(Manager *m, iver_statx_fn *ret_statx, bool *ret_want_version);
 /* Whether the pool takes more small files now (the in-flight window). */
 bool checker_has_room(const Manager *m);
 /* Whether it is at most half full: the walk resumes then, to hand over many
@@ -49,9 +46,11 @@ typedef struct CheckerUse {
  * (exec) or opened by process pid (its real uid is the subject of uid= rules). Executed while open for write (no read lease: a writer,
  * or a writable shared mapping): an open_writers violation entry and a
  * (provisional) measurement the exec waits for. Opened while open for write
- * (open mode): allowed at once (it may be the writer's own open, which the
- * event does not tell) and measured in the background, whose provisional
- * result carries the episode's open_writers entry. path may be NULL: then an
+ * (open mode, or a func=open rule): the open waits for a provisional
+ * measurement of what the file holds now (bounded: it may be the writer's
+ * own open, which the event does not tell), listed with an open_writers
+ * entry. The name decided and listed is the one iverd holds for the inode
+ * (use_name in checker.c), not the one the event fd shows. path may be NULL: then an
  * exec whose content is on record returns 0 and anything else -EAGAIN (ask
  * again with the name: the cache-hit path costs no readlink).
  * Returns 0 when its current content is on record, or the policy does not

@@ -18,10 +18,8 @@
 #include "fstrack-internal.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
 #include "path.h"
 #include "rest.h"
-#include "walk.h"
 #include "thread.h"
 
 #define IGNORE_MASK (FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ATTRIB | FAN_ONDIR | FAN_EVENT_ON_CHILD)
@@ -160,7 +158,7 @@ static const HandleSlot *resolve_dir(FsTrack *t, TrackedFs *f, struct file_handl
                 close(fd);
                 return NULL;
         }
-        s->wanted = manager_dir_wanted(t->m, buf);
+        s->wanted = report_dir_wanted(t->reports, buf);
         *ret_fd = fd;
         return s;
 }
@@ -204,8 +202,8 @@ static void on_write(FsTrack *t, TrackedFs *f, uint64_t mask, struct file_handle
         if (resolve_inode(t, f, ofh, &dev, &ino) < 0)
                 return; /* deleted meanwhile: its name events remove it */
         f->writes++;
-        rest_note_change(t->m->rest, dev, ino, pid, NULL); /* not at rest: a held digest waits */
-        IverCache *c = iver_context_cache(t->m->ctx);
+        rest_note_change(t->rest, dev, ino, pid, NULL); /* not at rest: a held digest waits */
+        IverCache *c = iver_context_cache(t->ctx);
         uint32_t idx = iver_cache_find_inode(c, dev, ino);
         if (idx == IVER_CACHE_NONE)
                 return;
@@ -216,7 +214,7 @@ static void on_write(FsTrack *t, TrackedFs *f, uint64_t mask, struct file_handle
         iver_cache_update_flags(c, idx, IVER_ENTRY_WRITTEN | (close_write ? IVER_ENTRY_STALE : 0), 0);
         char p[IVER_CACHE_PATH_MAX];
         (void) iver_cache_path(c, idx, p, sizeof(p));
-        manager_queue(t->m, p); /* the queue keeps its own copy */
+        report_check(t->reports, p); /* the queue keeps its own copy */
 }
 
 /* A change in a measured tree by process pid: its files are not at rest
@@ -226,11 +224,11 @@ static void note_name(FsTrack *t, uint64_t mask, const char *path, int pid) {
         struct stat st;
         if ((mask & (FAN_MOVED_TO | FAN_CREATE)) && fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
             S_ISREG(st.st_mode))
-                rest_note_change(t->m->rest, fstrack_pack_dev(st.st_dev), (uint64_t) st.st_ino, pid, path);
+                rest_note_change(t->rest, fstrack_pack_dev(st.st_dev), (uint64_t) st.st_ino, pid, path);
         else
-                rest_note_change(t->m->rest, 0, 0, pid, NULL);
+                rest_note_change(t->rest, 0, 0, pid, NULL);
         if (mask & FAN_DELETE)
-                rest_note_gone(t->m->rest, path);
+                rest_note_gone(t->rest, path);
 }
 
 static void add_ignore(FsTrack *t, int dirfd) {
@@ -297,18 +295,18 @@ static void on_event(FsTrack *t, const struct fanotify_event_metadata *md) {
                 return;
         if (dir) {
                 if (mask & (FAN_MOVED_FROM | FAN_DELETE))
-                        manager_forget_below(t->m, path);
+                        report_forget_below(t->reports, path);
                 if ((mask & FAN_MOVED_TO) && t->ignores > 0)
                         fstrack_flush_ignores(t); /* an ignored directory may have moved in */
-                if ((mask & (FAN_CREATE | FAN_MOVED_TO)) && manager_dir_wanted(t->m, path))
-                        (void) walk_add(t->m->walk, path);
+                if (mask & (FAN_CREATE | FAN_MOVED_TO))
+                        report_new_dir(t->reports, path);
                 return;
         }
         note_name(t, mask, path, md->pid);
         if (mask & FAN_CLOSE_WRITE)
-                iver_check_invalidate(t->m->ctx, path);
+                iver_check_invalidate(t->ctx, path);
         /* deletions and moves away: the check sees ENOENT and drops the entry */
-        manager_queue(t->m, path);
+        report_check(t->reports, path);
 }
 
 int fstrack_drain(FsTrack *t, unsigned rounds) {

@@ -51,7 +51,10 @@ typedef struct HandleSlot {
 } HandleSlot;
 
 struct FsTrack {
-        Manager *m;
+        sd_event *event;
+        IverContext *ctx;
+        Rest *rest;
+        const Reports *reports;
         int fd;
         int init_error;
         sd_event_source *source;

@@ -17,7 +17,6 @@
 #include "fstrack-internal.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
 #include "path.h"
 #include "thread.h"
 
@@ -31,11 +30,14 @@ uint32_t fstrack_pack_dev(dev_t d) {
         return (major(d) << 20) | (minor(d) & 0xfffffU);
 }
 
-int fstrack_new(Manager *m, FsTrack **ret) {
+int fstrack_new(sd_event *event, IverContext *ctx, Rest *rest, const Reports *reports, FsTrack **ret) {
         FsTrack *t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;
-        t->m = m;
+        t->event = event;
+        t->ctx = ctx;
+        t->rest = rest;
+        t->reports = reports;
         t->ignores_ok = true;
         /* unlimited (CAP_SYS_ADMIN; the kernel charges the daemon's memory):
          * a write storm cannot make it lose events; else overflows are
@@ -51,7 +53,7 @@ int fstrack_new(Manager *m, FsTrack **ret) {
                 log_notice("Whole-filesystem tracking unavailable (fanotify with file handles: %s): inotify watches; "
                            "every changed file is re-hashed", strerror(errno));
         } else {
-                int r = sd_event_add_io(m->event, &t->source, t->fd, EPOLLIN, fstrack_on_events, t);
+                int r = sd_event_add_io(event, &t->source, t->fd, EPOLLIN, fstrack_on_events, t);
                 /* after uses and finished measurements (a write storm must not
                  * delay an exec held for its measurement), before scan work;
                  * checks drain the queue first anyway (fstrack_sync) */
@@ -63,7 +65,8 @@ int fstrack_new(Manager *m, FsTrack **ret) {
                         free(t);
                         return r;
                 }
-                iver_context_set_attest(m->ctx, fstrack_attest, t);
+                (void) sd_event_source_set_description(t->source, "fstrack");
+                iver_context_set_attest(ctx, fstrack_attest, t);
         }
         *ret = t;
         return 0;
@@ -72,8 +75,8 @@ int fstrack_new(Manager *m, FsTrack **ret) {
 FsTrack *fstrack_free(FsTrack *t) {
         if (!t)
                 return NULL;
-        if (t->m && t->m->ctx)
-                iver_context_set_attest(t->m->ctx, NULL, NULL);
+        if (t->ctx)
+                iver_context_set_attest(t->ctx, NULL, NULL);
         for (unsigned i = 0; i < t->n_fs; i++)
                 free(t->fs[i].mount);
         fstrack_caches_clear(t);
@@ -132,7 +135,7 @@ static bool remote_fs(uint64_t magic) {
 /* Every entry of the filesystems matching (dev, or mode when dev is 0)
  * counts as written: coverage restarts now. */
 static void flag_written(FsTrack *t, const TrackedFs *only) {
-        IverCache *c = iver_context_cache(t->m->ctx);
+        IverCache *c = iver_context_cache(t->ctx);
         for (uint32_t i = 0; i < iver_cache_size(c); i++) {
                 IverEntry e;
                 iver_cache_get(c, i, &e);
@@ -196,7 +199,7 @@ static FsTrackMode choose_mode(FsTrack *t, const char *dir, const struct statfs 
  * which the walk crosses but which hold nothing measured. */
 static bool holds_measured(FsTrack *t, const char *dir) {
         _cleanup_free_ char *probe = path_join(dir, "\001");
-        return probe && manager_dir_wanted(t->m, probe);
+        return probe && report_dir_wanted(t->reports, probe);
 }
 
 bool fstrack_add_dir(FsTrack *t, const char *dir) {
@@ -272,7 +275,7 @@ static void overflow_rescan(FsTrack *t) {
                     t->overflows_pending);
         t->overflows_pending = 0;
         t->overflow_rescan_usec = now_usec();
-        (void) manager_rescan(t->m);
+        report_rescan(t->reports);
 }
 
 static int on_rescan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -296,7 +299,7 @@ void fstrack_overflowed(FsTrack *t) {
         if (t->rescan_timer) {
                 (void) sd_event_source_set_time(t->rescan_timer, at);
                 (void) sd_event_source_set_enabled(t->rescan_timer, SD_EVENT_ONESHOT);
-        } else if (sd_event_add_time(t->m->event, &t->rescan_timer, CLOCK_MONOTONIC, at, 0, on_rescan_timer, t) < 0)
+        } else if (sd_event_add_time(t->event, &t->rescan_timer, CLOCK_MONOTONIC, at, 0, on_rescan_timer, t) < 0)
                 overflow_rescan(t); /* no timer: rescan now rather than never */
 }
 
@@ -339,12 +342,17 @@ void fstrack_mounts_changed(FsTrack *t) {
         /* the same filesystem may still hold measured directories elsewhere:
          * a full walk tracks them again (a new record, a new coverage start) */
         if (left)
-                (void) manager_rescan(t->m);
+                report_rescan(t->reports);
 }
 
 void fstrack_sync(FsTrack *t) {
         if (t && t->fd >= 0 && t->n_fs > 0)
                 (void) fstrack_drain(t, 4);
+}
+
+void fstrack_sync_use(FsTrack *t) {
+        if (t && t->fd >= 0 && t->n_fs > 0)
+                (void) fstrack_drain(t, 64);
 }
 
 int fstrack_attest(void *userdata, const IverStat *st) {

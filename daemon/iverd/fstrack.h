@@ -6,7 +6,12 @@
 
 #include "iver/stat.h"
 
-typedef struct Manager Manager;
+#include <systemd/sd-event.h>
+
+#include "iver/check.h"
+#include "report.h"
+#include "rest.h"
+
 typedef struct FsTrack FsTrack;
 
 /* Whole-filesystem change tracking (fstrack.c): one fanotify group
@@ -29,7 +34,10 @@ typedef enum FsTrackMode {
         _FSTRACK_MODE_MAX,
 } FsTrackMode;
 
-int fstrack_new(Manager *m, FsTrack **ret);
+/* Events are reported (reports: check, new_dir, forget_below, rescan,
+ * dir_wanted) and told to rest (writers: not at rest); the attest hook of ctx's hit rule is set (and cleared by
+ * fstrack_free). reports must outlive the FsTrack. */
+int fstrack_new(sd_event *event, IverContext *ctx, Rest *rest, const Reports *reports, FsTrack **ret);
 FsTrack *fstrack_free(FsTrack *t);
 
 /* A measured directory is being walked: track its filesystem. Returns true
@@ -50,6 +58,11 @@ void fstrack_mounts_changed(FsTrack *t);
  * close that happened before a check's statx then flags the old entry, which
  * the measurement replaces, instead of the new one (one needless re-hash). */
 void fstrack_sync(FsTrack *t);
+/* The same before a use is answered from the cache: the writes and closes
+ * queued before the use (in the other group: the two queues are not ordered)
+ * flag the entry first (stores through a shared mapping after close move no
+ * timestamp on tmpfs; the close is the only sign). Drains further. */
+void fstrack_sync_use(FsTrack *t);
 
 /* The attest hook of lib/check.c (iver_attest_fn). */
 int fstrack_attest(void *userdata, const IverStat *st);

@@ -33,6 +33,88 @@
 
 #define SNAPSHOT_INTERVAL_USEC (60ULL * 1000000ULL)
 
+/* ---- what the components report (report.h) ---- */
+
+static void on_report_check(void *userdata, const char *path) {
+        manager_queue(userdata, path);
+}
+
+static void on_report_rescan(void *userdata) {
+        (void) manager_rescan(userdata);
+}
+
+static bool on_report_dir_wanted(void *userdata, const char *dir) {
+        return manager_dir_wanted(userdata, dir);
+}
+
+static void on_report_new_dir(void *userdata, const char *dir) {
+        Manager *m = userdata;
+        if (manager_dir_wanted(m, dir))
+                (void) walk_add(m->walk, dir);
+}
+
+/* A mount at dir appeared or left: what is visible there changed. */
+static void on_report_changed_below(void *userdata, const char *dir) {
+        Manager *m = userdata;
+        if (!manager_dir_wanted(m, dir))
+                return;
+        log_info("Mount table changed at %s: rescanning it", dir);
+        (void) walk_add(m->walk, dir);
+        /* cached files below it may be hidden or gone now: check each (ENOENT drops it) */
+        IverCache *c = iver_context_cache(m->ctx);
+        size_t len = strlen(dir);
+        bool root = strcmp(dir, "/") == 0;
+        char p[IVER_CACHE_PATH_MAX];
+        for (uint32_t i = 0; i < iver_cache_size(c); i++) {
+                size_t plen = iver_cache_path(c, i, p, sizeof(p));
+                if (root || (plen > len && p[len] == '/' && memcmp(p, dir, len) == 0))
+                        manager_queue(m, p); /* the queue keeps its own copy */
+        }
+}
+
+static void on_report_forget_below(void *userdata, const char *dir) {
+        manager_forget_below(userdata, dir);
+}
+
+static void on_report_settled(void *userdata) {
+        manager_maybe_settled(userdata);
+}
+
+static void on_report_dir_entered(void *userdata, int dirfd, const char *dir) {
+        Manager *m = userdata;
+        watch_add_fd(m->watch, dirfd, dir);
+        onaccess_add(m->onaccess, dir);
+}
+
+static bool on_report_file_found(void *userdata, const char *path, const IverStat *st, int64_t st_at) {
+        return checker_scan_observed(userdata, path, st, st_at);
+}
+
+static bool on_report_has_room(void *userdata, bool refill) {
+        return refill ? checker_window_low(userdata) : checker_has_room(userdata);
+}
+
+static void on_report_unmeasurable(void *userdata, const char *path, int error) {
+        manager_unmeasurable(userdata, path, error);
+}
+
+static void reports_init(Manager *m) {
+        m->reports = (Reports) {
+                .userdata = m,
+                .check = on_report_check,
+                .rescan = on_report_rescan,
+                .dir_wanted = on_report_dir_wanted,
+                .new_dir = on_report_new_dir,
+                .changed_below = on_report_changed_below,
+                .forget_below = on_report_forget_below,
+                .settled = on_report_settled,
+                .dir_entered = on_report_dir_entered,
+                .file_found = on_report_file_found,
+                .has_room = on_report_has_room,
+                .unmeasurable = on_report_unmeasurable,
+        };
+}
+
 /* ---- checks ---- */
 
 bool manager_dir_wanted(const Manager *m, const char *dir) {
@@ -370,6 +452,7 @@ int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
         }
         m->overrides = *o;
         m->gid_stats = UINT64_MAX;
+        reports_init(m);
         ex = IVERD_EXIT_CONFIG;
         r = settings_load_conf(o, &m->conf, &err);
         if (r < 0) {
@@ -464,9 +547,10 @@ int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
                 goto fail;
         }
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_OFF);
-        if ((r = rest_setup(m)) < 0 || (r = fstrack_new(m, &m->fstrack)) < 0 || (r = mounts_new(m, &m->mounts)) < 0 ||
-            (r = walk_new(m, &m->walk)) < 0 || (r = watch_new(m, &m->watch)) < 0 ||
-            (r = recheck_new(m, &m->recheck)) < 0) {
+        if ((r = rest_setup(m)) < 0 || (r = fstrack_new(m->event, m->ctx, m->rest, &m->reports, &m->fstrack)) < 0 || (r = mounts_new(m->event, m->fstrack, &m->reports, &m->mounts)) < 0 ||
+            (r = watch_new(m->event, m->ctx, m->fstrack, &m->reports, &m->watch)) < 0 ||
+            (r = walk_new(m->event, m->ctx, m->workers, &m->reports, &m->walk)) < 0 ||
+            (r = recheck_new(m->event, &m->reports, &m->recheck)) < 0) {
                 /* these log only what they carry on without (no fanotify, no mountinfo) */
                 log_error_errno(r, "Cannot set up change tracking and the directory walk: %m");
                 goto fail;

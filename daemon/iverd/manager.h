@@ -12,6 +12,7 @@
 #include "exit-status.h"
 #include "generation.h"
 #include "queue.h"
+#include "report.h"
 #include "workers.h"
 
 typedef struct Walk Walk;
@@ -41,6 +42,7 @@ typedef struct Overrides {
 
 typedef struct Manager {
         sd_event *event;
+        Reports reports;                /* what the components report, to the manager (report.h) */
         Overrides overrides;
         IverConf conf;                  /* conf.hash: as at start; the one in force is gen->hash */
         Generation *gen;                /* policy, appraisal keys, hash algorithm in force (never NULL

@@ -9,12 +9,11 @@
 #include "fstrack.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
 #include "mounts.h"
-#include "walk.h"
 
 struct Mounts {
-        Manager *m;
+        FsTrack *fstrack;
+        const Reports *reports;
         int fd;
         sd_event_source *source;
         char **lines;            /* "ID MOUNTPOINT", sorted */
@@ -97,25 +96,6 @@ static int read_table(int fd, char ***ret, size_t *ret_n) {
         return 0;
 }
 
-/* A mount at mp appeared or left: what is visible there changed. */
-static void covered(Mounts *t, const char *mp) {
-        Manager *m = t->m;
-        if (!manager_dir_wanted(m, mp))
-                return;
-        log_info("Mount table changed at %s: rescanning it", mp);
-        (void) walk_add(m->walk, mp);
-        /* cached files below it may be hidden or gone now: check each (ENOENT drops it) */
-        IverCache *c = iver_context_cache(m->ctx);
-        size_t len = strlen(mp);
-        bool root = strcmp(mp, "/") == 0;
-        char p[IVER_CACHE_PATH_MAX];
-        for (uint32_t i = 0; i < iver_cache_size(c); i++) {
-                size_t plen = iver_cache_path(c, i, p, sizeof(p));
-                if (root || (plen > len && p[len] == '/' && memcmp(p, mp, len) == 0))
-                        manager_queue(m, p); /* the queue keeps its own copy */
-        }
-}
-
 static int on_change(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Mounts *t = userdata;
         char **l;
@@ -123,13 +103,13 @@ static int on_change(sd_event_source *s, int fd, uint32_t revents, void *userdat
         if (read_table(t->fd, &l, &n) < 0)
                 return 0;
         t->changes++;
-        fstrack_mounts_changed(t->m->fstrack);
+        fstrack_mounts_changed(t->fstrack);
         /* merge the two sorted tables: a line in one only is a change */
         for (size_t i = 0, j = 0; i < t->n || j < n;) {
                 int c = i == t->n ? 1 : j == n ? -1 : strcmp(t->lines[i], l[j]);
                 const char *line = c < 0 ? t->lines[i] : l[j];
                 if (c != 0)
-                        covered(t, strchr(line, ' ') + 1);
+                        report_changed_below(t->reports, strchr(line, ' ') + 1);
                 i += c <= 0;
                 j += c >= 0;
         }
@@ -139,15 +119,18 @@ static int on_change(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
-int mounts_new(Manager *m, Mounts **ret) {
+int mounts_new(sd_event *event, FsTrack *fstrack, const Reports *reports, Mounts **ret) {
         Mounts *t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;
-        t->m = m;
+        t->fstrack = fstrack;
+        t->reports = reports;
         t->fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
         int r = t->fd < 0 ? -errno : read_table(t->fd, &t->lines, &t->n);
         if (r >= 0)
-                r = sd_event_add_io(m->event, &t->source, t->fd, EPOLLPRI, on_change, t);
+                r = sd_event_add_io(event, &t->source, t->fd, EPOLLPRI, on_change, t);
+        if (r >= 0)
+                (void) sd_event_source_set_description(t->source, "mounts");
         if (r < 0) {
                 log_warning_errno(r, "Cannot watch the mount table: %m; mounts over measured directories are seen at the next rescan");
                 if (t->fd >= 0)

@@ -61,7 +61,7 @@ Waiter *oa_push(OnAccess *o, int fd, WaiterState state, bool exec) {
  * when the loop stalls). Touches only the waiters and the group's fd. */
 void *oa_thread_main(void *arg) {
         OnAccess *o = arg;
-        bool reader = o->mode == IVER_ON_ACCESS_OPEN;
+        bool reader = o->mask & FAN_OPEN_PERM; /* the loop's own opens must not wait for it */
         uint64_t stall_seen = 0, stall_since = 0;
         bool stall_watch = false;
         for (;;) {

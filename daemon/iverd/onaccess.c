@@ -195,7 +195,10 @@ int onaccess_new(Manager *m, IverOnAccess mode, uint64_t timeout_usec, OnAccess 
         o->timeout_usec = timeout_usec ?: IVER_CONF_DEFAULT_ON_ACCESS_TIMEOUT_USEC;
         /* uses only: writes are the change tracker's (fstrack.c), so a write
          * storm never queues ahead of, or takes the waiter slots of, a use */
-        o->mask = FAN_OPEN_EXEC_PERM | (mode == IVER_ON_ACCESS_OPEN ? FAN_OPEN_PERM : 0);
+        /* opens too in open mode, or where a rule asks for them (func=open;
+         * the policy at start: a reload that adds one takes a restart) */
+        bool opens = mode == IVER_ON_ACCESS_OPEN || iver_policy_wants_opens(m->gen->policy);
+        o->mask = FAN_OPEN_EXEC_PERM | (opens ? FAN_OPEN_PERM : 0);
         o->loop_efd = o->thread_efd = -1;
         pthread_mutex_init(&o->lock, NULL);
         /* The kernel allows a permission event it cannot queue, with no
@@ -232,7 +235,7 @@ int onaccess_new(Manager *m, IverOnAccess mode, uint64_t timeout_usec, OnAccess 
                 r = sd_event_source_set_priority(o->wake_source, SD_EVENT_PRIORITY_IMPORTANT);
         r = r < 0 ? r : 0;
         /* in open mode the thread reads; the loop must not compete with it */
-        if (r == 0 && mode == IVER_ON_ACCESS_OPEN)
+        if (r == 0 && (o->mask & FAN_OPEN_PERM))
                 (void) sd_event_source_set_enabled(o->source, SD_EVENT_OFF);
         if (r == 0) {
                 r = thread_start(&o->thread, oa_thread_main, o);

@@ -21,12 +21,22 @@
 
 #include "evidence.h"
 #include "iver/snapshot.h"
+#include "fileio.h"
 #include "log.h"
 #include "manager.h"
 #include "persist.h"
 #include "rest.h"
 
 #define SNAPSHOT_FILE "cache.snap"
+
+/* The boot key's description in @u. IVERD_TEST_SNAPSHOT_KEY names another
+ * one: the key is one per boot for the whole host, so a test that removes or
+ * replaces it (to play a reboot or a forger) would make every other iverd
+ * running then discard its next snapshot; such a test uses a key of its own. */
+static const char *key_desc(void) {
+        const char *e = getenv("IVERD_TEST_SNAPSHOT_KEY");
+        return e && *e ? e : IVER_SNAPSHOT_KEY_DESC;
+}
 
 static char *snapshot_path(const Manager *m) {
         char *p;
@@ -54,8 +64,10 @@ static int scope_id(Manager *m, uint8_t ret[16]) {
         uint64_t id[2] = { (uint64_t) st.st_dev, (uint64_t) st.st_ino };
         memcpy(buf + 16, id, sizeof(id));
         /* an empty list leaves the first record's bytes zero */
-        if (pread(fd, buf + 16 + sizeof(id), 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE, 0) < 0)
-                return -errno;
+        size_t got;
+        r = iver_pread_full(fd, buf + 16 + sizeof(id), 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE, 0, &got);
+        if (r < 0)
+                return r;
         if (EVP_Digest(buf, sizeof(buf), md, NULL, EVP_sha256(), NULL) != 1)
                 return -EIO;
         memcpy(ret, md, 16);
@@ -81,11 +93,11 @@ void persist_load(Manager *m) {
                 log_warning_errno(r, "Cannot read the boot id: %m; snapshots disabled");
                 goto out;
         }
-        r = iver_bootkey_get(IVER_SNAPSHOT_KEY_DESC, 0, key);
+        r = iver_bootkey_get(key_desc(), 0, key);
         if (r == -ENOKEY) {
                 if (exists)
                         discard(path, "no snapshot key in the kernel keyring: written in another boot");
-                r = iver_bootkey_get(IVER_SNAPSHOT_KEY_DESC, 1, key);
+                r = iver_bootkey_get(key_desc(), 1, key);
                 if (r < 0)
                         log_warning_errno(r, "Cannot create the snapshot key in the kernel keyring: %m; snapshots disabled");
                 else
@@ -114,15 +126,21 @@ void persist_load(Manager *m) {
                                                                 : iver_snapshot_error_to_string(err));
                 goto out;
         }
-        /* files deleted (or replaced by a non-regular file) while iverd was
-         * down: no event and no walk will ever visit them again */
+        /* files deleted (or replaced by a file of another type) while iverd
+         * was down: no event and no walk will ever visit them again. The
+         * type is the entry's own: a measured symlink (its target's digest)
+         * is kept while a symlink is there, or every restart would hash all
+         * of them again. */
         size_t gone = 0;
         char p[IVER_CACHE_PATH_MAX];
         for (size_t i = iver_cache_size(c); i-- > 0;) {
                 struct stat pst;
+                IverEntry e;
+                iver_cache_get(c, (uint32_t) i, &e);
                 (void) iver_cache_path(c, (uint32_t) i, p, sizeof(p));
                 if (lstat(p, &pst) < 0 ? errno == ENOENT || errno == ENOTDIR
-                                                                             : !S_ISREG(pst.st_mode)) {
+                                       : (pst.st_mode & S_IFMT) != (e.mode & S_IFMT) ||
+                                                 (!S_ISREG(pst.st_mode) && !S_ISLNK(pst.st_mode))) {
                         iver_cache_remove(c, (uint32_t) i);
                         gone++;
                 }
@@ -162,7 +180,7 @@ int persist_save(Manager *m) {
         rest_foreach(m->rest, mark_held, m);
         int r = scope_id(m, boot);
         if (r >= 0)
-                r = iver_bootkey_get(IVER_SNAPSHOT_KEY_DESC, 1, key);
+                r = iver_bootkey_get(key_desc(), 1, key);
         if (r >= 0)
                 r = iver_snapshot_write(path, iver_context_cache(m->ctx), k, boot, key);
         memset(key, 0, sizeof(key));

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "manager.h"
 #include "recheck.h"
 #include "thread.h"
 
@@ -27,7 +26,7 @@ typedef struct Item {
 #define SPENT UINT64_MAX        /* a retry out of tries: stays (so its next failure is not retried) until the file is measured or gone */
 
 struct Recheck {
-        Manager *m;
+        const Reports *reports;
         Item *items;
         size_t n, cap;
         sd_event_source *timer;
@@ -59,7 +58,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         i++;
                         continue;
                 }
-                manager_queue(r->m, it->path);
+                report_check(r->reports, it->path);
                 if (++it->tries >= it->max_tries && it->retry) {
                         it->due = it->delay = SPENT;
                         i++;
@@ -82,18 +81,19 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int recheck_new(Manager *m, Recheck **ret) {
+int recheck_new(sd_event *event, const Reports *reports, Recheck **ret) {
         Recheck *r = calloc(1, sizeof(*r));
         if (!r)
                 return -ENOMEM;
-        r->m = m;
+        r->reports = reports;
         /* accuracy 1 ms: the backoff starts at 20 ms, sd-event's default slack is 250 ms */
-        int k = sd_event_add_time(m->event, &r->timer, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_timer, r);
+        int k = sd_event_add_time(event, &r->timer, CLOCK_MONOTONIC, UINT64_MAX, 1000, on_timer, r);
         if (k < 0) {
                 free(r);
                 return k;
         }
         (void) sd_event_source_set_enabled(r->timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(r->timer, "recheck");
         *ret = r;
         return 0;
 }

@@ -3,7 +3,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef struct Manager Manager;
+#include <systemd/sd-event.h>
+
+#include "report.h"
+
 typedef struct Recheck Recheck;
 
 /* Files measured provisionally (a writer held them open, so no read lease)
@@ -16,7 +19,8 @@ typedef struct Recheck Recheck;
  * comes. The result of a file's last try (~5 s after the first) is marked
  * final (recheck_take_final): a file still open for writing then has its
  * provisional digest listed, and a new episode of tries begins. */
-int recheck_new(Manager *m, Recheck **ret);
+/* A re-check that is due is reported (reports->check); reports must outlive r. */
+int recheck_new(sd_event *event, const Reports *reports, Recheck **ret);
 Recheck *recheck_free(Recheck *r);
 /* True when path was not being re-checked: a new episode of instability. */
 bool recheck_add(Recheck *r, const char *path);

@@ -9,16 +9,12 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 
-#include "checker.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
 #include "path.h"
 #include "pseudofs.h"
 #include "walk.h"
-#include "onaccess.h"
 #include "pathfd.h"
-#include "watch.h"
 
 #define STEP_ENTRIES 2048
 #define STAT_BATCHES_MAX 8U /* statx batches at the workers at a time */
@@ -29,7 +25,9 @@ typedef struct Dir {
 } Dir;
 
 struct Walk {
-        Manager *m;
+        IverContext *ctx;
+        Workers *workers;
+        const Reports *reports;
         Dir *todo;            /* stack of directories still to read */
         DIR *cur;
         char *cur_path;
@@ -43,16 +41,19 @@ struct Walk {
 
 static int walk_step(sd_event_source *s, void *userdata);
 
-int walk_new(Manager *m, Walk **ret) {
+int walk_new(sd_event *event, IverContext *ctx, Workers *workers, const Reports *reports, Walk **ret) {
         Walk *w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        w->m = m;
-        int r = sd_event_add_defer(m->event, &w->source, walk_step, w);
+        w->ctx = ctx;
+        w->workers = workers;
+        w->reports = reports;
+        int r = sd_event_add_defer(event, &w->source, walk_step, w);
         if (r < 0) {
                 free(w);
                 return r;
         }
+        (void) sd_event_source_set_description(w->source, "walk");
         (void) sd_event_source_set_priority(w->source, SD_EVENT_PRIORITY_IDLE);
         (void) sd_event_source_set_enabled(w->source, SD_EVENT_OFF);
         *ret = w;
@@ -100,11 +101,11 @@ bool walk_busy(const Walk *w) {
 }
 
 static bool may_go_on(const Walk *w) {
-        return checker_has_room(w->m) && w->batches < STAT_BATCHES_MAX;
+        return report_has_room(w->reports, false) && w->batches < STAT_BATCHES_MAX;
 }
 
 void walk_resume(Walk *w) {
-        if (w->waiting && checker_window_low(w->m) && w->batches < STAT_BATCHES_MAX) {
+        if (w->waiting && report_has_room(w->reports, true) && w->batches < STAT_BATCHES_MAX) {
                 w->waiting = false;
                 (void) sd_event_source_set_enabled(w->source, SD_EVENT_ON);
         }
@@ -125,7 +126,7 @@ static void batch_submit(Walk *w) {
         if (!w->batch)
                 return;
         w->batches++;
-        workers_submit_stat(w->m->workers, TAKE_PTR(w->batch));
+        workers_submit_stat(w->workers, TAKE_PTR(w->batch));
 }
 
 static void job_freep(Job **j) {
@@ -146,7 +147,9 @@ static int batch_add(Walk *w, const char *name) {
                 b->dir = strdup(w->cur_path);
                 if (!b->dir)
                         return -ENOMEM;
-                checker_stat_options(w->m, &b->statx, &b->want_version);
+                /* as iver_context_stat() makes it */
+                b->statx = iver_context_statx(w->ctx);
+                b->want_version = iver_cookie_table_wants_version(iver_context_cookies(w->ctx));
                 w->batch = TAKE_PTR(j);
         }
         StatBatch *b = w->batch->stat;
@@ -179,8 +182,8 @@ void walk_stat_done(Walk *w, StatBatch *b) {
                         continue;
                 }
                 /* a failed statx: the queued check reports it */
-                if (b->r[i] < 0 || !checker_scan_observed(w->m, p, &b->st[i], b->at[i]))
-                        manager_queue(w->m, p);
+                if (b->r[i] < 0 || !report_file_found(w->reports, p, &b->st[i], b->at[i]))
+                        report_check(w->reports, p);
         }
 }
 
@@ -214,7 +217,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
                         if (fd < 0) {
                                 /* vanished, or a symlink now (measured as one where it is listed) */
                                 if (fd != -ENOENT && fd != -ENOTDIR && fd != -ELOOP)
-                                        manager_unmeasurable(w->m, w->cur_path, fd);
+                                        report_unmeasurable(w->reports, w->cur_path, fd);
                                 continue;
                         }
                         struct statfs sfs;
@@ -230,8 +233,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
                                 close(fd);
                                 continue;
                         }
-                        watch_add_fd(w->m->watch, fd, w->cur_path);
-                        onaccess_add(w->m->onaccess, w->cur_path);
+                        report_dir_entered(w->reports, fd, w->cur_path);
                 }
                 errno = 0;
                 struct dirent *de = readdir(w->cur);
@@ -255,7 +257,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
                         _cleanup_free_ char *p = path_join(w->cur_path, de->d_name);
                         if (!p)
                                 return log_error_errno(-ENOMEM, "Out of memory while walking");
-                        if (manager_dir_wanted(w->m, p))
+                        if (report_dir_wanted(w->reports, p))
                                 (void) push(w, p);
                 } else if (type == DT_REG || type == DT_LNK || type == DT_UNKNOWN) {
                         w->files++;
@@ -264,7 +266,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
                                 _cleanup_free_ char *p = path_join(w->cur_path, de->d_name);
                                 if (!p)
                                         return log_error_errno(-ENOMEM, "Out of memory while walking");
-                                manager_queue(w->m, p);
+                                report_check(w->reports, p);
                         }
                 }
                 /* symlinks are measured by their target string, never followed;
@@ -273,7 +275,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
         batch_submit(w); /* not left waiting while the loop does other things */
         if (!walk_busy(w)) {
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
-                manager_maybe_settled(w->m);
+                report_settled(w->reports);
         }
         return 0;
 }

@@ -3,7 +3,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef struct Manager Manager;
+#include <systemd/sd-event.h>
+
+#include "iver/check.h"
+#include "report.h"
+#include "workers.h"
+
 typedef struct Walk Walk;
 
 /* An incremental directory walker run from the event loop: each step reads
@@ -12,7 +17,10 @@ typedef struct Walk Walk;
  * workers in batches for their statx, and from there (walk_stat_done) to
  * their check: a miss is handed to a worker on that statx. It waits while
  * the hashing window is full or enough batches are out. */
-int walk_new(Manager *m, Walk **ret);
+/* What it finds is reported (reports: file_found, check, dir_entered,
+ * dir_wanted, has_room, settled, unmeasurable); statx batches go to workers.
+ * reports must outlive the Walk. */
+int walk_new(sd_event *event, IverContext *ctx, Workers *workers, const Reports *reports, Walk **ret);
 Walk *walk_free(Walk *w);
 /* Add a root to walk (deduplicated while walking). */
 int walk_add(Walk *w, const char *dir);

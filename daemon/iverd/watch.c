@@ -16,9 +16,7 @@
 #include "log.h"
 #include "fstrack.h"
 #include "macro.h"
-#include "manager.h"
 #include "path.h"
-#include "walk.h"
 #include "watch.h"
 
 #define WATCH_MASK (IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
@@ -30,7 +28,9 @@ typedef struct WatchDir {
 } WatchDir;
 
 struct Watch {
-        Manager *m;
+        IverContext *ctx;
+        FsTrack *fstrack;
+        const Reports *reports;
         int fd;
         sd_event_source *source;
         WatchDir *dirs;          /* open addressing by wd */
@@ -43,11 +43,13 @@ struct Watch {
 
 static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
-int watch_new(Manager *m, Watch **ret) {
+int watch_new(sd_event *event, IverContext *ctx, FsTrack *fstrack, const Reports *reports, Watch **ret) {
         Watch *w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        w->m = m;
+        w->ctx = ctx;
+        w->fstrack = fstrack;
+        w->reports = reports;
         w->budget = -1;
         w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (w->fd < 0) {
@@ -55,12 +57,13 @@ int watch_new(Manager *m, Watch **ret) {
                 free(w);
                 return r;
         }
-        int r = sd_event_add_io(m->event, &w->source, w->fd, EPOLLIN, on_inotify, w);
+        int r = sd_event_add_io(event, &w->source, w->fd, EPOLLIN, on_inotify, w);
         if (r < 0) {
                 close(w->fd);
                 free(w);
                 return r;
         }
+        (void) sd_event_source_set_description(w->source, "inotify");
         *ret = w;
         return 0;
 }
@@ -187,7 +190,7 @@ void watch_add(Watch *w, const char *dir) {
 }
 
 void watch_add_fd(Watch *w, int dirfd, const char *dir) {
-        if (fstrack_add_dir(w->m->fstrack, dir))
+        if (fstrack_add_dir(w->fstrack, dir))
                 return; /* the filesystem mark sees everything below */
         if (w->budget < 0)
                 w->budget = compute_budget();
@@ -199,7 +202,7 @@ void watch_add_fd(Watch *w, int dirfd, const char *dir) {
         int wd = (long) w->n < w->budget ? inotify_add_watch(w->fd, via_fd ? proc : dir, WATCH_MASK) : (errno = ENOSPC, -1);
         if (wd < 0) {
                 if (errno == ENOSPC) {
-                        fstrack_note_unwatched(w->m->fstrack, dir);
+                        fstrack_note_unwatched(w->fstrack, dir);
                         w->failed++;
                         if (!w->warned_limit) {
                                 w->warned_limit = true;
@@ -252,8 +255,8 @@ static void handle(Watch *w, const struct inotify_event *ev) {
         if (ev->mask & IN_Q_OVERFLOW) {
                 w->overflows++;
                 log_warning("inotify queue overflowed: events were lost, rescanning everything");
-                fstrack_coverage_break(w->m->fstrack, FSTRACK_INOTIFY);
-                (void) manager_rescan(w->m);
+                fstrack_coverage_break(w->fstrack, FSTRACK_INOTIFY);
+                report_rescan(w->reports);
                 return;
         }
         if (ev->mask & IN_IGNORED) {
@@ -270,16 +273,16 @@ static void handle(Watch *w, const struct inotify_event *ev) {
                 return;
         if (ev->mask & IN_ISDIR) {
                 if (ev->mask & IN_MOVED_FROM)
-                        manager_forget_below(w->m, p);
-                if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && manager_dir_wanted(w->m, p))
-                        (void) walk_add(w->m->walk, p);
+                        report_forget_below(w->reports, p);
+                if (ev->mask & (IN_CREATE | IN_MOVED_TO))
+                        report_new_dir(w->reports, p);
                 return;
         }
         /* a writer closed it: re-hash even if no timestamp moved (mmap stores) */
         if (ev->mask & IN_CLOSE_WRITE)
-                iver_check_invalidate(w->m->ctx, p);
+                iver_check_invalidate(w->ctx, p);
         /* deletions and moves away: the check sees ENOENT and drops the entry */
-        manager_queue(w->m, p);
+        report_check(w->reports, p);
 }
 
 static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata) {

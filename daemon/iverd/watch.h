@@ -2,17 +2,23 @@
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
+#include <systemd/sd-event.h>
 
-typedef struct Manager Manager;
+#include "iver/check.h"
+#include "fstrack.h"
+#include "report.h"
+
 typedef struct Watch Watch;
 
 /* inotify triggers, the fallback of fstrack.c: one watch a measured
  * directory on a filesystem fanotify cannot mark (none where it can), within
  * a budget of half the watches root had free. Events on files queue a
- * check; new or moved-in directories are walked; IN_Q_OVERFLOW means events
+ * check; new or moved-in directories are reported (to be walked); IN_Q_OVERFLOW means events
  * were lost, so everything is rescanned. When the watch limit is reached the
  * unwatched directories are counted and covered by the periodic rescan. */
-int watch_new(Manager *m, Watch **ret);
+/* Events are reported (reports: check, new_dir, forget_below, rescan);
+ * fstrack is asked first whether a filesystem mark covers a directory. */
+int watch_new(sd_event *event, IverContext *ctx, FsTrack *fstrack, const Reports *reports, Watch **ret);
 Watch *watch_free(Watch *w);
 /* Watch dir (idempotent). */
 void watch_add(Watch *w, const char *dir);

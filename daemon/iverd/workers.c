@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "appraisal.h"
+#include "macro.h"
 #include "pathfd.h"
 #include "thread.h"
 #include "workers.h"
@@ -31,6 +32,7 @@
 #define BATCH_MAX 16U                  /* small jobs taken per lock */
 #define BATCH_FILE_BYTES (256U << 10)  /* only files this small are taken in batches */
 #define STAGE_MAX 64U                  /* staged jobs are flushed at this many anyway */
+#define HASHING_BUCKETS 1024U          /* index of hard-linked inodes being hashed */
 
 typedef struct List {
         Job *head, *tail;
@@ -48,6 +50,7 @@ struct Workers {
         /* loop thread only */
         List stage;
         size_t light;                   /* small jobs handed over and not yet taken back */
+        Job *hashing[HASHING_BUCKETS];  /* jobs of inodes with nlink > 1 in the workers' hands */
         unsigned n;
         pthread_t threads[];
 };
@@ -113,14 +116,18 @@ int workers_measure_link(const char *path, const IverMeasureOptions *opt, IverMe
         return r;
 }
 
-/* The parent directory of the last job of a batch, kept for the next one:
- * jobs of a batch are mostly siblings (one openat2 for all). Only within a
- * batch (milliseconds), so a directory swapped for a symlink meanwhile costs at
- * most that batch's files measured at their old place. */
+/* The parent directory of a worker's last job, kept for the next one: jobs
+ * come mostly as siblings (one openat2 for all). Kept for DIR_CACHE_NS at
+ * most, and never while the worker waits for work (an idle daemon pins no
+ * directory: an unmount is not refused), so a directory swapped for a symlink
+ * meanwhile costs at most a few milliseconds' files measured at their old
+ * place. */
+#define DIR_CACHE_NS (50 * 1000 * 1000LL)
 typedef struct DirCache {
         char *dir;
         size_t len;
         int fd;
+        int64_t opened_at;     /* iver_now_ns() */
 } DirCache;
 
 static void dir_cache_done(DirCache *c) {
@@ -128,6 +135,11 @@ static void dir_cache_done(DirCache *c) {
         if (c->fd >= 0)
                 close(c->fd);
         *c = (DirCache) { .fd = -EBADF };
+}
+
+static void dir_cache_expire(DirCache *c) {
+        if (c->fd >= 0 && iver_now_ns() - c->opened_at > DIR_CACHE_NS)
+                dir_cache_done(c);
 }
 
 /* The parent directory of path, from the cache or opened (and cached). */
@@ -146,7 +158,7 @@ static int dir_of(DirCache *c, const char *path, const char **ret_name) {
                         return fd == -ELOOP ? -ENOTDIR : fd;
                 }
                 dir_cache_done(c);
-                *c = (DirCache) { .dir = dir, .len = len, .fd = fd };
+                *c = (DirCache) { .dir = dir, .len = len, .fd = fd, .opened_at = iver_now_ns() };
         }
         *ret_name = slash + 1;
         return c->fd;
@@ -194,15 +206,14 @@ static bool run(Workers *w, Job *j, DirCache *c) {
 /* Run a batch; jobs that turned out big move to *ret_big. A batch of small
  * files costs one pair of CPU clock reads, shared out by bytes hashed (the
  * ledger's hash_cpu_ns stays a sum of what was spent). */
-static void run_batch(Workers *w, List *batch, List *ret_big) {
-        DirCache c = { .fd = -EBADF };
+static void run_batch(Workers *w, DirCache *c, List *batch, List *ret_big) {
         bool timed = batch->n > 1;
         int64_t cpu0 = timed ? iver_thread_cpu_ns() : 0;
         uint64_t bytes = 0;
         List done = {};
         for (Job *j; (j = take(batch));) {
                 j->opt.no_cpu_time = timed;
-                if (!run(w, j, &c)) {
+                if (!run(w, j, c)) {
                         append(ret_big, j);
                         continue;
                 }
@@ -211,7 +222,6 @@ static void run_batch(Workers *w, List *batch, List *ret_big) {
                         bytes += j->m.bytes_hashed + 1;
         }
         *batch = done;
-        dir_cache_done(&c);
         if (!timed || bytes == 0)
                 return;
         int64_t spent = iver_thread_cpu_ns() - cpu0;
@@ -244,8 +254,14 @@ StatBatch *stat_batch_free(StatBatch *b) {
 
 static void *worker_main(void *arg) {
         Workers *w = arg;
+        DirCache c = { .fd = -EBADF };
         pthread_mutex_lock(&w->lock);
         for (;;) {
+                if (!has_work(w) && c.fd >= 0) {
+                        pthread_mutex_unlock(&w->lock);
+                        dir_cache_done(&c); /* nothing to do: pin no directory */
+                        pthread_mutex_lock(&w->lock);
+                }
                 while (!has_work(w) && !w->stopping)
                         pthread_cond_wait(&w->cond, &w->lock);
                 if (w->stopping)
@@ -281,7 +297,8 @@ static void *worker_main(void *arg) {
                 pthread_mutex_unlock(&w->lock);
 
                 List grew = {};
-                run_batch(w, &batch, &grew);
+                dir_cache_expire(&c);
+                run_batch(w, &c, &batch, &grew);
 
                 pthread_mutex_lock(&w->lock);
                 list_splice(&w->big, &grew);
@@ -295,6 +312,7 @@ static void *worker_main(void *arg) {
                         notify_send(w->efd);
         }
         pthread_mutex_unlock(&w->lock);
+        dir_cache_done(&c);
         return NULL;
 }
 
@@ -329,6 +347,10 @@ int workers_new(unsigned n, Workers **ret) {
 void job_free(Job *j) {
         if (!j)
                 return;
+        for (Job *f; (f = j->followers);) {
+                j->followers = f->next;
+                job_free(f);
+        }
         stat_batch_free(j->stat);
         free(j->sig);
         generation_unref(j->gen);
@@ -369,14 +391,72 @@ unsigned workers_count(const Workers *w) {
         return w->n;
 }
 
+static Job **hashing_bucket(Workers *w, uint32_t dev, uint64_t ino) {
+        return &w->hashing[mix64(ino ^ ((uint64_t) dev << 40)) & (HASHING_BUCKETS - 1)];
+}
+
+static void hashing_add(Workers *w, Job *j) {
+        if (j->by_fd || j->pending.st.nlink <= 1)
+                return;
+        Job **b = hashing_bucket(w, j->pending.st.dev, j->pending.st.ino);
+        j->hashing_next = *b;
+        *b = j;
+        j->hashing = true;
+}
+
+static void hashing_remove(Workers *w, Job *j) {
+        if (!j->hashing)
+                return;
+        for (Job **p = hashing_bucket(w, j->pending.st.dev, j->pending.st.ino); *p; p = &(*p)->hashing_next)
+                if (*p == j) {
+                        *p = j->hashing_next;
+                        break;
+                }
+        j->hashing = false;
+        j->hashing_next = NULL;
+}
+
+static bool same_observation(const IverPending *a, const IverPending *b) {
+        IverCookie ca = iver_cookie_from_stat(a->source, &a->st), cb = iver_cookie_from_stat(b->source, &b->st);
+        return a->st.dev == b->st.dev && a->st.ino == b->st.ino && a->st.gen == b->st.gen &&
+               a->algo == b->algo && iver_cookie_equal(&ca, &cb);
+}
+
+void workers_finished(Workers *w, Job *j) {
+        hashing_remove(w, j);
+        for (Job *f = j->followers; f; f = f->next)
+                if (f->light) {
+                        f->light = false;
+                        w->light--;
+                }
+}
+
 void workers_submit(Workers *w, Job *j) {
         j->big = j->pending.st.size >= BIG_FILE_BYTES;
         j->light = !j->big;
         if (j->light)
                 w->light++;
+        hashing_add(w, j);
         append(&w->stage, j);
         if (w->stage.n >= STAGE_MAX)
                 workers_flush(w);
+}
+
+bool workers_submit_or_follow(Workers *w, Job *j) {
+        if (!j->by_fd && j->pending.st.nlink > 1)
+                for (Job *l = *hashing_bucket(w, j->pending.st.dev, j->pending.st.ino); l; l = l->hashing_next)
+                        if (same_observation(&l->pending, &j->pending) &&
+                            l->opt.read_ima_xattr == j->opt.read_ima_xattr) {
+                                /* counted in the window like a job: a walk of many
+                                 * names of one inode does not run ahead unbounded */
+                                j->light = true;
+                                w->light++;
+                                j->next = l->followers;
+                                l->followers = j;
+                                return true;
+                        }
+        workers_submit(w, j);
+        return false;
 }
 
 void workers_flush(Workers *w) {

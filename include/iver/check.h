@@ -143,6 +143,9 @@ typedef struct IverCheckOutcome {
         bool provisional;
         bool digest_changed;
         bool metadata_only;          /* HIT after a cookie move proven unwritten: new cookie recorded */
+        bool other_name;             /* HIT through another hard-link name of the inode (the entry keeps one
+                                      * name): the digest on record is this name's too, and this name may
+                                      * not be listed yet */
         IverCheckReason reason;      /* begin's decision */
         IverDigest digest;           /* the digest on record (HIT and MEASURED) */
         IverCookie cookie;

@@ -34,6 +34,11 @@ typedef struct IverMeasureOptions {
         uint64_t max_size;         /* 0: any; else an attempt whose statx before finds a regular file larger
                                     * ends the measurement with -EFBIG, nothing hashed (it grew since the
                                     * caller's look: the caller may want to hash it elsewhere) */
+        /* fs_dev_checked: the caller knows that the filesystem of device fs_dev
+         * is no pseudo filesystem (it keeps that fact once per filesystem): a
+         * file found on fs_dev is not fstatfs'ed again */
+        bool fs_dev_checked;
+        uint32_t fs_dev;
 } IverMeasureOptions;
 
 typedef struct IverMeasurement {

@@ -66,6 +66,20 @@ const char *iver_fstype_to_name(uint64_t magic);
 #define IVER_UID_UNKNOWN UINT32_MAX
 
 /* What a matcher knows about the file besides its path. */
+/* The use an on-access check is for (kernel IMA's func=). */
+typedef enum IverPolicyFunc {
+        IVER_FUNC_NONE,       /* no use: a scan or a change; func= and mask= rules match */
+        IVER_FUNC_EXEC,       /* BPRM_CHECK */
+        IVER_FUNC_OPEN,       /* FILE_CHECK */
+        _IVER_FUNC_MAX,
+} IverPolicyFunc;
+
+/* mask= bits, the kernel's MAY_* values */
+#define IVER_MAY_EXEC   0x1u
+#define IVER_MAY_WRITE  0x2u
+#define IVER_MAY_READ   0x4u
+#define IVER_MAY_APPEND 0x8u
+
 typedef struct IverFileAttr {
         uint64_t fs_magic;    /* statfs f_type of the file's filesystem */
         uint32_t owner;       /* st_uid: for fowner= */
@@ -73,6 +87,10 @@ typedef struct IverFileAttr {
                                * IVER_UID_UNKNOWN for scans, and then uid= rules do not match */
         uint32_t mode;        /* st_mode */
         uint64_t size;        /* st_size */
+        uint8_t func;         /* IverPolicyFunc of the use */
+        bool open_default;    /* OnAccess=open: rules without func= check opens too; else only
+                               * rules that name func=open match an open */
+        uint32_t mask;        /* IVER_MAY_* of the use (0: unknown, mask= rules match) */
 } IverFileAttr;
 
 #define IVER_POLICY_PCR_UNSET (-1)
@@ -186,3 +204,7 @@ int iver_policy_match(const IverPolicy *p, IverPolicyClass class,
  * Conservative: true may still turn out to measure nothing. */
 bool iver_policy_may_match_below(const IverPolicy *p, IverPolicyClass class,
                                  const char *dir, size_t len);
+
+/* Whether a measure or appraise rule names func=open (FILE_CHECK): then
+ * on-access must see opens even with OnAccess=exec. */
+bool iver_policy_wants_opens(const IverPolicy *p);

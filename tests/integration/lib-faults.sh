@@ -24,6 +24,19 @@ SWTPM_PID=
 CRASHES=0
 
 fail() { echo "FAIL: $*" >&2; echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+# faults_seed: SEED from IVER_TEST_SEED, or a new one; printed, so that a
+# failure replays with the same choices. rnd N: R = the next number in [0, N)
+# of that sequence (its own generator: bursts reseed bash's RANDOM).
+faults_seed() {
+        SEED=${IVER_TEST_SEED:-$((SRANDOM % 1000000000))}
+        [[ $SEED =~ ^[0-9]+$ ]] || die "IVER_TEST_SEED must be a number"
+        F_RND=$SEED
+        echo "seed $SEED (IVER_TEST_SEED=$SEED to replay)"
+}
+rnd() {
+        F_RND=$(((F_RND * 6364136223846793005 + 1442695040888963407) & 0x7fffffffffffffff))
+        R=$(((F_RND >> 31) % $1))
+}
 die() { fail "$*"; exit 1; }
 step() { echo; echo "== $*"; }
 note() { echo "   $*"; }
@@ -55,6 +68,11 @@ faults_cleanup() {
         done
         if [[ $rc -ne 0 && -n ${D:-} && -f $D/iverd.log ]]; then
                 echo "--- $D/iverd.log (tail)"; tail -25 "$D/iverd.log"
+                # IVER_TEST_LOGDIR: keep the whole daemon log of a failed run
+                if [[ -n ${IVER_TEST_LOGDIR:-} ]] && mkdir -p "$IVER_TEST_LOGDIR"; then
+                        cp "$D/iverd.log" "$IVER_TEST_LOGDIR/$(basename "$D").iverd.log" &&
+                                echo "--- kept as $IVER_TEST_LOGDIR/$(basename "$D").iverd.log"
+                fi
         fi
         if [[ -n ${D:-} && -d $D ]]; then
                 if findmnt -rn -o TARGET | grep -q "^$D/"; then
@@ -70,7 +88,7 @@ faults_init() { # name
         [[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root"; exit 77; }
         local b t
         for b in "$IVERD" "$IVERCTL"; do [[ -x $b ]] || { echo "FAIL: $b not built (set IVER_BUILD_DIR)"; exit 1; }; done
-        for t in python3 sha256sum openssl; do command -v "$t" >/dev/null || { echo "FAIL: $t not found"; exit 1; }; done
+        for t in python3 sha256sum openssl keyctl; do command -v "$t" >/dev/null || { echo "FAIL: $t not found"; exit 1; }; done
         D=$(mktemp -d "/tmp/iver-faults-$1.XXXXXX")
         chmod 0755 "$D"
         trap faults_cleanup EXIT
@@ -78,6 +96,10 @@ faults_init() { # name
         trap 'exit 143' TERM
         trap 'exit 129' HUP
         export IVERD_SOCKET=$D/run/iverd.sock TSS2_LOG=all+none
+        # a snapshot key of our own (removed at exit): a ledger check must not
+        # depend on what other programs on the host do with iverd's boot key
+        export IVERD_TEST_SNAPSHOT_KEY=iverd:snapshot-hmac-${D##*/}
+        on_cleanup 'while id=$(keyctl search @u user "$IVERD_TEST_SNAPSHOT_KEY" 2>/dev/null); do keyctl unlink "$id" @u >/dev/null || break; done'
         RUN=$D/run
         mkdir -p "$D/run" "$D/state" "$D/tpm" "$D/tree"
         write_py
@@ -393,9 +415,12 @@ def cmd_count_digests(a):
     print(sum(1 for e in parse_bin(os.path.join(a[0], 'binary_runtime_measurements')) if e[5] in want))
 
 def cmd_sample(a):
-    """sample RUNDIR ROOT N -> of N random regular files under ROOT, how many are not listed with their sha256"""
+    """sample RUNDIR ROOT N [SEED] -> of N random regular files under ROOT, how many are not listed with their sha256"""
     import random
-    files = list(tree_files(a[1]))
+    seed = int(a[3]) if len(a) > 3 else random.randrange(1 << 30)
+    print(f"    sample: seed {seed}", file=sys.stderr)
+    random.seed(seed)
+    files = sorted(tree_files(a[1]))
     ents = {}
     for e in parse_bin(os.path.join(a[0], 'binary_runtime_measurements')):
         ents[e[6]] = e[5]

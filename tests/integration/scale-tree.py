@@ -14,7 +14,10 @@ def main():
     root, small = sys.argv[1], int(sys.argv[2])
     big = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     big_size = int(sys.argv[4]) if len(sys.argv) > 4 else 1 << 20
-    rnd = random.Random(14)
+    # the same tree every time unless IVER_TEST_SEED asks for another
+    seed = int(os.environ.get("IVER_TEST_SEED") or 14)
+    print(f"scale-tree: seed {seed}", file=sys.stderr)
+    rnd = random.Random(seed)
     total = 0
     pool = rnd.randbytes(1 << 16)
     for i in range(small):

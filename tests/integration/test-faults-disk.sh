@@ -20,11 +20,12 @@
 #     is listed (after the churn backoff: past 32 versions a minute a file is
 #     recorded once as a violation and re-checked 10 s later).
 # IVER_FAULT_TRIALS: fill/free cycles = max(3, TRIALS/10);
-# IVER_FAULT_WRITER_SECONDS (default 10).
+# IVER_FAULT_WRITER_SECONDS (default 10); IVER_TEST_SEED: the writers' seed (printed).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-faults.sh
 source "$here/lib-faults.sh"
 faults_init disk
+faults_seed
 command -v swtpm >/dev/null || { echo "SKIP: swtpm not installed"; exit 77; }
 CYCLES=$(( ${IVER_FAULT_TRIALS:-10} / 10 )); ((CYCLES < 3)) && CYCLES=3
 WSECS=${IVER_FAULT_WRITER_SECONDS:-10}
@@ -148,7 +149,7 @@ for k in 1 2 3; do
 done
 ctl settle --timeout 60 >/dev/null
 for k in 1 2 3; do
-        python3 "$D/writer.py" "$T/w/file$k" "$D/hist$k" "$WSECS" "$k" >"$D/writer$k.out" &
+        python3 "$D/writer.py" "$T/w/file$k" "$D/hist$k" "$WSECS" "$((SEED + k))" >"$D/writer$k.out" &
         WP[k]=$!
         track_pid "${WP[k]}"
 done

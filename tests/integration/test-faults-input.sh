@@ -27,6 +27,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-faults.sh
 source "$here/lib-faults.sh"
 faults_init input
+faults_seed
 for t in losetup mkfs.ext4 mknod; do command -v "$t" >/dev/null || { echo "SKIP: $t missing"; exit 77; }; done
 
 T=$D/tree
@@ -308,7 +309,7 @@ PY
         note "scan + measure of 1,000,000 files: $(python3 -c "print(f'{$t1-$t0:.1f}')") s; VmHWM $hwm kB; list $n entries; cached $(js cached_files)"
         H_LOST=$((1000000 - n))
         ((H_LOST == 0)) || fail "h: $n list entries for 1,000,000 files"
-        H_WRONG=$(py sample "$RUN" "$B" 1000)
+        H_WRONG=$(py sample "$RUN" "$B" 1000 "$SEED")
         ((H_WRONG == 0)) || fail "h: $H_WRONG of 1000 sampled digests wrong"
         row "5h. 1,000,000-file tree" 1 "$H_LOST" 0 "$H_WRONG" "$((CRASHES - I_CRASH0))" \
                 "scan $(python3 -c "print(f'{$t1-$t0:.0f}')") s, VmHWM $((hwm / 1024)) MiB"

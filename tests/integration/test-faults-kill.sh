@@ -16,10 +16,12 @@
 #     and iverd still stops cleanly.
 # IVER_FAULT_TRIALS: kill -9 trials (default 10; the issue's full run: 100);
 # swtpm restart trials are a tenth of it (at least 2).
+# IVER_TEST_SEED: the seed of the bursts and the kill points (printed).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-faults.sh
 source "$here/lib-faults.sh"
 faults_init kill
+faults_seed
 command -v swtpm >/dev/null || { echo "SKIP: swtpm not installed"; exit 77; }
 
 TRIALS=${IVER_FAULT_TRIALS:-10}
@@ -67,17 +69,17 @@ ctl settle --timeout 60 >/dev/null
 step "1. kill -9 of iverd at random points of a burst: $TRIALS trials"
 K_LOST=0 K_DUP=0 K_WRONG=0 K_STALE=0 K_LEDGER=0 K_CRASH0=$CRASHES K_TORN=0 t0=$SECONDS
 for ((t = 1; t <= TRIALS; t++)); do
-        burst $((t * 7919)) 250 &
+        burst $((SEED + t * 7919)) 250 &
         bp=$!
         track_pid "$bp"
         # a random point: mid-burst, at its end, or shortly after (draining, extending)
-        sleep "0.$(printf '%03d' $((SRANDOM % 1000)))"
+        rnd 1000; sleep "0.$(printf '%03d' "$R")"
         alive || break
         kill9_iverd
         wait "$bp"; untrack_pid "$bp"
         cp "$RUN/binary_runtime_measurements" "$D/pre.bin"
         start_iverd
-        [[ $((t % 3)) == 0 ]] && { burst $((t * 104729)) 60; }   # changes while replaying
+        [[ $((t % 3)) == 0 ]] && { burst $((SEED + t * 104729)) 60; }   # changes while replaying
         check_all "kill trial $t" "$T" "$D/pre.bin"
         K_LOST=$((K_LOST + C_LOST)); K_DUP=$((K_DUP + C_DUP)); K_WRONG=$((K_WRONG + C_WRONG)); K_STALE=$((K_STALE + C_STALE))
         [[ $(js desynced) == False ]] || { fail "trial $t: desynced after restart"; K_WRONG=$((K_WRONG + 1)); }
@@ -86,7 +88,11 @@ for ((t = 1; t <= TRIALS; t++)); do
         grep -q "torn record" "$D/iverd.log" && K_TORN=$(grep -c "torn record" "$D/iverd.log")
         ctl stats --json >"$D/now.json"
         back=$(py ledger_ge "$D/base.json" "$D/now.json")
-        [[ $back == ok ]] || { fail "trial $t: ledger went backwards past the last snapshot: $back"; K_LEDGER=$((K_LEDGER + 1)); }
+        if [[ $back != ok ]]; then
+                fail "trial $t: ledger went backwards past the last snapshot: $back"
+                K_LEDGER=$((K_LEDGER + 1))
+                grep -h "snapshot" "$D/iverd.log" | tail -n 3 | sed 's/^/    /'
+        fi
         if ((t % 25 == 0)); then   # clean stop + start: a new snapshot, a new base
                 cp "$D/now.json" "$D/base.json"
                 stop_iverd
@@ -105,12 +111,12 @@ row "1. kill -9 iverd mid-burst (+restart, replay)" "$((t - 1))" "$K_LOST" "$K_D
 step "2a. swtpm killed -9 and restarted mid-burst: $TPM_TRIALS trials"
 S_LOST=0 S_DUP=0 S_WRONG=0 S_CRASH0=$CRASHES
 for ((t = 1; t <= TPM_TRIALS; t++)); do
-        burst $((t * 31337)) 400 &
+        burst $((SEED + t * 31337)) 400 &
         bp=$!
         track_pid "$bp"
-        sleep "0.$(printf '%03d' $((SRANDOM % 300)))"
+        rnd 300; sleep "0.$(printf '%03d' "$R")"
         stop_swtpm -9
-        sleep "0.$(printf '%03d' $((SRANDOM % 500)))"
+        rnd 500; sleep "0.$(printf '%03d' "$R")"
         start_swtpm
         wait "$bp"; untrack_pid "$bp"
         for _ in $(seq 200); do
@@ -133,7 +139,7 @@ G_CRASH0=$CRASHES G_WRONG=0
 stop_swtpm -9
 prev_pend=-1 prev_len=-1 grow_ok=1
 for r in 1 2 3; do
-        burst $((r * 4242)) 150
+        burst $((SEED + r * 4242)) 150
         ctl settle --timeout 60 >/dev/null || fail "settle with the TPM gone"
         alive || break
         tpm=$(js tpm) pend=$(js pending_extends) len=$(js list_length)

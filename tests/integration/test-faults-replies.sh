@@ -21,6 +21,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-faults.sh
 source "$here/lib-faults.sh"
 faults_init replies
+faults_seed
 for t in useradd userdel groupadd groupdel setpriv getent sha256sum; do command -v "$t" >/dev/null || { echo "SKIP: $t missing"; exit 77; }; done
 NF=${IVER_FAULT_REPLY_FILES:-50000}
 # 8 MiB; 32 MiB under ASan, whose quarantine (16 MiB in scripts/test-sanitize.sh)
@@ -169,14 +170,14 @@ cmp -s "$D/log.bin" "$RUN/binary_runtime_measurements" || fail "log --binary is 
 n=$(wc -l <"$D/log.txt")
 [[ $n -eq $(js list_length) ]] || fail "iverctl log has $n lines, list_length is $(js list_length)"
 cmp -s "$D/log.txt" "$RUN/ascii_runtime_measurements" || fail "iverctl log is not the ASCII list"
-python3 - "$D/list.txt" "$D/tree" "$NF" <<'PY' || fail "iverctl list does not match the files"
+python3 - "$D/list.txt" "$D/tree" "$NF" "$SEED" <<'PY' || fail "iverctl list does not match the files"
 import hashlib, random, sys
 files = {}
 for line in open(sys.argv[1]):         # "DIGEST  STATE PATH"
     digest, rest = line.rstrip("\n").split("  ", 1)
     files[rest.split(" ", 1)[1].lstrip()] = digest
 root, n = sys.argv[2], int(sys.argv[3])
-random.seed(7)
+random.seed(int(sys.argv[4]))
 bad = 0
 for i in random.sample(range(n), min(500, n)):
     p = f"{root}/d{i // 500:03d}/f{i:06d}"

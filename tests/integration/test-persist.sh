@@ -11,19 +11,15 @@ BUILD=${IVER_BUILD_DIR:-/work/main/build}
 command -v keyctl >/dev/null || { echo "FAIL: keyctl (package keyutils) missing"; exit 1; }
 D=$(mktemp -d /var/tmp/iver-test-persist.XXXXXX)
 IVERD_PID=
-DESC=iverd:snapshot-hmac
-# the test replaces the boot key: keep the real one (if any) and put it back
-SAVED_KEY=
-if id=$(keyctl search @u user $DESC 2>/dev/null); then SAVED_KEY=$(keyctl pipe "$id" | base64 -w0); fi
-restore_key() {
-        while id=$(keyctl search @u user $DESC 2>/dev/null); do keyctl unlink "$id" @u >/dev/null 2>&1 || break; done
-        if [ -n "$SAVED_KEY" ]; then
-                id=$(echo "$SAVED_KEY" | base64 -d | keyctl padd user $DESC @u)
-                keyctl setperm "$id" 0x3f0b0000
-        fi
-}
+# The boot key is one per host (iverd:snapshot-hmac in root's @u): removing or
+# replacing it, as the tamper cases below do, would make every other iverd
+# running now (another test's, the host's own) discard its next snapshot. This
+# test's daemons use a key of their own, removed at exit.
+DESC=iverd:snapshot-hmac-test-$$
+export IVERD_TEST_SNAPSHOT_KEY=$DESC
+restore_key_absent() { while id=$(keyctl search @u user $DESC 2>/dev/null); do keyctl unlink "$id" @u >/dev/null 2>&1 || break; done; }
 stop() { local p=$1; [ -n "$p" ] || return 0; kill "$p" 2>/dev/null || true; for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$p" 2>/dev/null || true; }
-cleanup() { stop "$IVERD_PID"; restore_key; rm -rf "$D"; }
+cleanup() { stop "$IVERD_PID"; restore_key_absent; rm -rf "$D"; }
 trap cleanup EXIT
 trap "exit 1" INT TERM HUP
 fail() { echo "FAIL: $*"; tail -20 "$D/iverd.log"; exit 1; }
@@ -51,7 +47,6 @@ for i in range(n):
         f.write("file %d\n" % i)
 PY
 printf 'measure path="%s/tree/**"\n' "$D" >"$D/p.policy"
-restore_key_absent() { while id=$(keyctl search @u user $DESC 2>/dev/null); do keyctl unlink "$id" @u >/dev/null; done; }
 restore_key_absent   # a fresh "boot"
 
 echo "== first start: $N files measured"

@@ -56,17 +56,22 @@ printf 'measure path="%s/**"\n' "$T" >"$W/p.policy"
 printf '[Measure]\nOnAccess=exec\n' >"$W/iverd.conf"
 for k in $(seq 50); do printf '#!/bin/sh\necho good %s\n' "$k" >"$T/s$k"; chmod +x "$T/s$k"; done
 
-swtpm socket --tpm2 --server type=unixio,path="$W/swtpm.sock" --ctrl type=unixio,path="$W/swtpm.sock.ctrl" \
-        --tpmstate dir="$W/tpm" --flags startup-clear,not-need-init >>"$W/swtpm.log" 2>&1 &
-SWTPM_PID=$!
-for _ in $(seq 100); do [ -S "$W/swtpm.sock" ] && break; sleep 0.05; done
-IVERD_LOG_STDERR=1 "$BUILD/iverd" --config "$W/iverd.conf" --policy "$W/p.policy" --runtime-dir "$W/run" \
-        --state-dir "$W/state" --tpm "swtpm:path=$W/swtpm.sock" --pcr 23 >"$W/iverd.log" 2>&1 &
-IVERD_PID=$!
-for _ in $(seq 200); do ctl status >/dev/null 2>&1 && break; sleep 0.05; done
-ctl settle --timeout 60 >/dev/null
-[ "$(js on_access)" = exec ] || { cat "$W/iverd.log"; echo "FAIL: on-access exec not active"; exit 1; }
-
+cat >"$W/storm.py" <<'PY'
+import os, sys
+d, tag = sys.argv[1], sys.argv[2]
+i = 0
+while True:
+    p = os.path.join(d, "%s.%d" % (tag, i))
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, b"x" * 64)
+    os.close(fd)
+    if i >= 1000:
+        os.unlink(os.path.join(d, "%s.%d" % (tag, i - 1000)))
+    i += 1
+    if i % 1000 == 0:
+        with open(os.path.join(d, "count.%s" % tag), "w") as f:
+            f.write(str(i))
+PY
 # root: rewrite script k (tag) and run it; latencies in ms, one per line
 runs() { python3 - "$T" "$1" <<'PY'
 import os, subprocess, sys, time
@@ -84,38 +89,41 @@ PY
 pct() { sort -n | awk '{ a[NR] = $1 } END { i50 = int(NR * 0.5 + 0.5); i99 = int(NR * 0.99 + 0.5); if (i99 < 1) i99 = 1
         printf "p50/p99/max %.1f/%.1f/%.1f ms", a[i50], a[i99], a[NR] }'; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$IVERD_PID/stat"; }
+storm_start() {
+        for n in 1 2; do
+                setpriv --reuid="$SU" --regid="$SU" --clear-groups /usr/bin/python3 "$W/storm.py" "$M/home/$SU" "w$n" &
+                STORM_PIDS+=($!)
+        done
+        sleep 2 # the storm is under way
+}
+storm_stop() { for p in "${STORM_PIDS[@]}"; do stop_pid "$p"; done; STORM_PIDS=(); }
+
+swtpm socket --tpm2 --server type=unixio,path="$W/swtpm.sock" --ctrl type=unixio,path="$W/swtpm.sock.ctrl" \
+        --tpmstate dir="$W/tpm" --flags startup-clear,not-need-init >>"$W/swtpm.log" 2>&1 &
+SWTPM_PID=$!
+for _ in $(seq 100); do [ -S "$W/swtpm.sock" ] && break; sleep 0.05; done
+# control: the storm's cost to root's execs on this machine, no daemon
+storm_start; runs nodaemon >"$W/nodaemon.ms"; storm_stop
+rm -f "$M/home/$SU"/*
+
+IVERD_LOG_STDERR=1 "$BUILD/iverd" --config "$W/iverd.conf" --policy "$W/p.policy" --runtime-dir "$W/run" \
+        --state-dir "$W/state" --tpm "swtpm:path=$W/swtpm.sock" --pcr 23 >"$W/iverd.log" 2>&1 &
+IVERD_PID=$!
+for _ in $(seq 200); do ctl status >/dev/null 2>&1 && break; sleep 0.05; done
+ctl settle --timeout 60 >/dev/null
+[ "$(js on_access)" = exec ] || { cat "$W/iverd.log"; echo "FAIL: on-access exec not active"; exit 1; }
+
 
 runs idle >"$W/idle.ms"
 ctl settle --timeout 60 >/dev/null
-echo "idle: root's exec $(pct <"$W/idle.ms")"
+echo "idle: root's exec $(pct <"$W/idle.ms"); storm without the daemon (control): $(pct <"$W/nodaemon.ms")"
 
-cat >"$W/storm.py" <<'PY'
-import os, sys
-d, tag = sys.argv[1], sys.argv[2]
-i = 0
-while True:
-    p = os.path.join(d, "%s.%d" % (tag, i))
-    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.write(fd, b"x" * 64)
-    os.close(fd)
-    if i >= 1000:
-        os.unlink(os.path.join(d, "%s.%d" % (tag, i - 1000)))
-    i += 1
-    if i % 1000 == 0:
-        with open(os.path.join(d, "count.%s" % tag), "w") as f:
-            f.write(str(i))
-PY
-for n in 1 2; do
-        setpriv --reuid="$SU" --regid="$SU" --clear-groups /usr/bin/python3 "$W/storm.py" "$M/home/$SU" "w$n" &
-        STORM_PIDS+=($!)
-done
-sleep 2 # the storm is under way
+storm_start
 hz=$(getconf CLK_TCK); c0=$(cpu_ticks); t0=$(date +%s.%N)
 runs storm >"$W/storm.ms"
 c1=$(cpu_ticks); t1=$(date +%s.%N)
 files=$(awk '{ s += $1 } END { print s + 0 }' "$M/home/$SU"/count.* 2>/dev/null || echo 0)
-for p in "${STORM_PIDS[@]}"; do stop_pid "$p"; done
-STORM_PIDS=()
+storm_stop
 cpu=$(awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" -v hz="$hz" 'BEGIN { printf "%.0f", 100 * (b - a) / hz / (e - s) }')
 rate=$(awk -v f="$files" -v s="$t0" -v e="$t1" 'BEGIN { printf "%.0f", f / (e - s + 2) }')
 ctl settle --timeout 120 >/dev/null || true

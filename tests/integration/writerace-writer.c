@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../unit/seed.h"
 #include "itest-util.h"
 #include "writerace.h"
 
@@ -109,7 +110,7 @@ void writer(int qfd, int gfd) {
         WriterReport rep = { 0 };
         uint8_t *buf = malloc(FILE_SIZE);
         int fd = -1;
-        uint64_t seed = (uint64_t) getpid();
+        uint64_t seed = test_seed("writerace writer pauses", (uint64_t) getpid());
 
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() == 1)

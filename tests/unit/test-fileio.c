@@ -157,6 +157,30 @@ START_TEST(test_full_io) {
 END_TEST
 
 /* The users: a FIFO or symlink as configuration or policy is a clear error, at once. */
+/* iver_pread_full: exact reads at an offset; a file that ends first is -EIO
+ * without ret_len and a short count with it; the file position stays. */
+START_TEST(test_pread_full) {
+        char path[] = "/tmp/iver-pread-XXXXXX";
+        int fd = mkstemp(path);
+        ck_assert_int_ge(fd, 0);
+        unlink(path);
+        ck_assert_int_eq(iver_write_full(fd, "0123456789", 10), 0);
+        char buf[16] = {};
+        size_t got = 99;
+        ck_assert_int_eq(iver_pread_full(fd, buf, 4, 3, NULL), 0);
+        ck_assert(memcmp(buf, "3456", 4) == 0);
+        ck_assert_int_eq(iver_pread_full(fd, buf, 8, 6, NULL), -EIO);
+        ck_assert_int_eq(iver_pread_full(fd, buf, 8, 6, &got), 0);
+        ck_assert_uint_eq(got, 4);
+        ck_assert(memcmp(buf, "6789", 4) == 0);
+        ck_assert_int_eq(iver_pread_full(fd, buf, 4, 20, &got), 0);
+        ck_assert_uint_eq(got, 0);
+        ck_assert_int_eq((int) lseek(fd, 0, SEEK_CUR), 10);
+        close(fd);
+        ck_assert_int_eq(iver_pread_full(fd, buf, 1, 0, NULL), -EBADF);
+}
+END_TEST
+
 START_TEST(test_conf_policy_fifo) {
         IverConf c;
         IverConfError err = {};
@@ -201,6 +225,7 @@ int main(void) {
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_open_regular_kinds);
         tcase_add_test(tc, test_read_max);
+        tcase_add_test(tc, test_pread_full);
         tcase_add_test(tc, test_write_atomic);
         tcase_add_test(tc, test_full_io);
         tcase_add_test(tc, test_conf_policy_fifo);

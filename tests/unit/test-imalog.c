@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
+#include "seed.h"
 #include "iver/imalog.h"
 #include "imalog-fixtures.h"
 #include "check-run.h"
@@ -303,7 +304,7 @@ START_TEST(test_decoder_mutations) {
         IverImaEntry *e = NULL;
         uint8_t bin[512], mut[512];
         char *line = NULL, lmut[512];
-        unsigned seed = 12345;
+        unsigned seed = (unsigned) test_seed("decoder mutations", 12345);
 
         ck_assert_int_eq(iver_imalog_entry_new(IVER_IMA_TEMPLATE_SIG, 10, IVER_HASH_SHA1, sig, 20, "/a b\xff", 5,
                                                sig, sizeof(sig), IVER_IMA_NAME_RAW, &e), 0);

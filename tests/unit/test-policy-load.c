@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "seed.h"
 #include "iver/policy.h"
 #include "policy-internal.h"
 #include "policy-fixtures.h"
@@ -25,7 +26,7 @@ static const struct {
         { "path=/x\n",
           "t.policy:1:1: unknown action 'path=/x', expected measure, dont_measure, appraise, dont_appraise or audit" },
         { "# ok\nmeasure path=/x foo=1\n",
-          "t.policy:2:17: unknown condition or option 'foo', expected path=, fstype=, uid=, fowner=, mode=, size<=, size>=, pcr=, hash= or template=" },
+          "t.policy:2:17: unknown condition or option 'foo', expected path=, fstype=, uid=, fowner=, mode=, size<=, size>=, func=, mask=, pcr=, hash= or template=" },
         { "measure bar\n",
           "t.policy:1:9: 'bar' is not a condition or option, expected KEY=VALUE such as path=/usr/bin/**" },
         { "measure measure\n",
@@ -88,6 +89,10 @@ static const struct {
           "t.policy:1:16: unknown filesystem type 'ext5', expected a name such as ext4, xfs, btrfs or tmpfs, or a magic number such as 0xef53" },
         { "measure fstype=0x\n",
           "t.policy:1:16: unknown filesystem type '0x', expected a name such as ext4, xfs, btrfs or tmpfs, or a magic number such as 0xef53" },
+        { "measure func=MMAP_CHECK\n",
+          "t.policy:1:14: unsupported func 'MMAP_CHECK', expected FILE_CHECK (open) or BPRM_CHECK (exec)" },
+        { "measure mask=MAY_SEE\n",
+          "t.policy:1:14: invalid mask 'MAY_SEE', expected MAY_READ, MAY_WRITE, MAY_APPEND or MAY_EXEC, with ^ for any of the bits" },
         { "measure uid=root\n",
           "t.policy:1:13: invalid uid 'root', expected a decimal number from 0 to 4294967294" },
         { "measure fowner=4294967295\n",
@@ -169,7 +174,7 @@ START_TEST(test_all_errors_reported) {
         /* Garbage: every line an error, the count goes on past the kept ones. */
         size_t len = 10 * 1024 * 1024;
         char *g = malloc(len);
-        unsigned seed = 42;
+        unsigned seed = (unsigned) test_seed("policy garbage", 42);
         for (size_t i = 0; i < len; i++)
                 g[i] = (char) (rand_r(&seed) & 0xff);
         p = NULL;

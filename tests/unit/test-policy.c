@@ -245,6 +245,49 @@ START_TEST(test_attribute_conditions) {
 }
 END_TEST
 
+/* func= and mask= (kernel IMA's FILE_CHECK, BPRM_CHECK, MAY_*): which uses a
+ * rule checks; a scan (no use) matches them; with OnAccess=exec an open is
+ * checked only by rules that name func=open. */
+START_TEST(test_func_and_mask) {
+        IverPolicy *p = load_ok(
+                "measure path=/o/** func=FILE_CHECK mask=^MAY_READ\n"   /* 1 */
+                "measure path=/e/** func=exec\n"                        /* 2 */
+                "measure path=/x/** mask=MAY_EXEC\n"                    /* 3 */
+                "measure path=/**\n");                                  /* 4 */
+        ck_assert(iver_policy_wants_opens(p));
+        IverFileAttr a = { .fs_magic = 0xef53, .subject_uid = IVER_UID_UNKNOWN, .mode = 0100755, .size = 10 };
+        /* a scan: every rule's use conditions hold */
+        ck_assert_uint_eq(decide_line(p, "/o/f", &a), 1);
+        ck_assert_uint_eq(decide_line(p, "/e/f", &a), 2);
+        ck_assert_uint_eq(decide_line(p, "/x/f", &a), 3);
+        /* an open with OnAccess=exec: only the func=open rule */
+        a.func = IVER_FUNC_OPEN;
+        a.mask = IVER_MAY_READ;
+        ck_assert_uint_eq(decide_line(p, "/o/f", &a), 1);
+        ck_assert_uint_eq(decide_line(p, "/e/f", &a), 0);
+        ck_assert_uint_eq(decide_line(p, "/y/f", &a), 0);
+        a.mask = IVER_MAY_WRITE;
+        ck_assert_uint_eq(decide_line(p, "/o/f", &a), 0);
+        /* with OnAccess=open, rules without func= check opens too */
+        a.open_default = true;
+        a.mask = IVER_MAY_READ;
+        ck_assert_uint_eq(decide_line(p, "/e/f", &a), 4);
+        ck_assert_uint_eq(decide_line(p, "/x/f", &a), 4);
+        ck_assert_uint_eq(decide_line(p, "/y/f", &a), 4);
+        /* an exec */
+        a.func = IVER_FUNC_EXEC;
+        a.mask = IVER_MAY_EXEC;
+        ck_assert_uint_eq(decide_line(p, "/o/f", &a), 4);
+        ck_assert_uint_eq(decide_line(p, "/e/f", &a), 2);
+        ck_assert_uint_eq(decide_line(p, "/x/f", &a), 3);
+        iver_policy_free(p);
+
+        p = load_ok("measure path=/**\nmeasure path=/e/** func=BPRM_CHECK\n");
+        ck_assert(!iver_policy_wants_opens(p));
+        iver_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_options_in_decision) {
         IverPolicy *p = load_ok(
                 "measure path=/a/* pcr=14 hash=sha384 template=ima-sig\n"
@@ -280,6 +323,7 @@ int main(void) {
         tcase_add_test(tc, test_quoting_and_bytes);
         tcase_add_test(tc, test_attribute_conditions);
         tcase_add_test(tc, test_options_in_decision);
+        tcase_add_test(tc, test_func_and_mask);
         tcase_add_test(tc, test_audit_class);
         suite_add_tcase(s, tc);
 

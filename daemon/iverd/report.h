@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "iver/stat.h"
+
+/* What a component reports to the one that wired it (the manager): outcomes,
+ * not actions. A component gets this at construction, with the event loop
+ * and the context it needs, and never includes manager.h: the manager alone
+ * decides what a report leads to (queue, rescan, settle waiters). Any hook
+ * may be NULL (nothing to report to). */
+typedef struct Reports {
+        void *userdata;
+        /* path needs a check (a trigger fired, a retry is due) */
+        void (*check)(void *userdata, const char *path);
+        /* the tree may have changed where no event told (lost events, a
+         * mount, an unwatchable directory): look at everything again */
+        void (*rescan)(void *userdata);
+        /* the policy's question for walker and watchers: may anything below
+         * dir be measured? */
+        bool (*dir_wanted)(void *userdata, const char *dir);
+        /* a directory appeared (created, moved in): walk it if the policy
+         * may measure something below it */
+        void (*new_dir)(void *userdata, const char *dir);
+        /* what is visible below dir changed (a mount came or went there):
+         * walk it again, and look again at what was recorded below it */
+        void (*changed_below)(void *userdata, const char *dir);
+        /* a directory left (moved away): what was recorded below it goes */
+        void (*forget_below)(void *userdata, const char *dir);
+        /* work finished: something may have settled */
+        void (*settled)(void *userdata);
+        /* the walk entered directory dir (open as dirfd, for this call):
+         * triggers are to cover it */
+        void (*dir_entered)(void *userdata, int dirfd, const char *dir);
+        /* the walk found a file and made its statx (st, taken at st_at,
+         * iver_now_ns): true when it is done with or handed over, false when
+         * it must go through the queue (check) */
+        bool (*file_found)(void *userdata, const char *path, const IverStat *st, int64_t st_at);
+        /* whether the hashing window takes more files (refill: it is at most
+         * half full, so that a resumed walk hands over many at once) */
+        bool (*has_room)(void *userdata, bool refill);
+        /* path cannot be measured (error: -errno) */
+        void (*unmeasurable)(void *userdata, const char *path, int error);
+} Reports;
+
+static inline void report_check(const Reports *r, const char *path) {
+        if (r && r->check)
+                r->check(r->userdata, path);
+}
+static inline void report_rescan(const Reports *r) {
+        if (r && r->rescan)
+                r->rescan(r->userdata);
+}
+static inline bool report_dir_wanted(const Reports *r, const char *dir) {
+        return r && r->dir_wanted ? r->dir_wanted(r->userdata, dir) : true;
+}
+static inline void report_new_dir(const Reports *r, const char *dir) {
+        if (r && r->new_dir)
+                r->new_dir(r->userdata, dir);
+}
+static inline void report_changed_below(const Reports *r, const char *dir) {
+        if (r && r->changed_below)
+                r->changed_below(r->userdata, dir);
+}
+static inline void report_forget_below(const Reports *r, const char *dir) {
+        if (r && r->forget_below)
+                r->forget_below(r->userdata, dir);
+}
+static inline void report_settled(const Reports *r) {
+        if (r && r->settled)
+                r->settled(r->userdata);
+}
+static inline void report_unmeasurable(const Reports *r, const char *path, int error) {
+        if (r && r->unmeasurable)
+                r->unmeasurable(r->userdata, path, error);
+}
+static inline void report_dir_entered(const Reports *r, int dirfd, const char *dir) {
+        if (r && r->dir_entered)
+                r->dir_entered(r->userdata, dirfd, dir);
+}
+static inline bool report_file_found(const Reports *r, const char *path, const IverStat *st, int64_t st_at) {
+        return r && r->file_found ? r->file_found(r->userdata, path, st, st_at) : false;
+}
+static inline bool report_has_room(const Reports *r, bool refill) {
+        return r && r->has_room ? r->has_room(r->userdata, refill) : true;
+}
