@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The loop side of the TPM thread: its state changes logged (the thread
- * never logs), quotes waited for and answered (with a timeout), status and
- * the per-path list entries. Calls go one way: verbs.c → evidence →
+ * never logs), quotes waited for and answered (with a timeout), status (the
+ * per-path list entries are evidence-read.c's). Calls go one way: verbs.c → evidence →
  * tpm-thread.c; the thread answers through the eventfd watched here. */
 #include <errno.h>
 #include <stdio.h>
