@@ -14,36 +14,14 @@
 #            under a marked alias: name, or not at all)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib-mounts.sh
-source "$here/lib-mounts.sh"
-BUILD=${IVER_BUILD_DIR:-/work/main/build}
-for b in "$BUILD/iverd" "$BUILD/iverctl"; do [[ -x $b ]] || { echo "FAIL: $b not built"; exit 1; }; done
-command -v swtpm >/dev/null || iver_skip "swtpm not installed"
-for t in useradd userdel setpriv unshare python3; do command -v "$t" >/dev/null || iver_skip "$t missing"; done
-
-# shellcheck disable=SC2034  # read by lib-mounts.sh
-IVER_IMAGE_MB=512
-iver_mounts_init
-W=$IVER_WORKDIR
-IVERD_PID="" SWTPM_PID="" SU="" BOUND=""
-stop_pid() { local p=$1; [ -n "$p" ] || return 0; kill "$p" 2>/dev/null || true
-        for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$p" 2>/dev/null || true; }
-test_cleanup() {
-        local rc=$?
-        set +e
+# shellcheck source=lib-daemon.sh
+source "$here/lib-daemon.sh"
+daemon_test_init swtpm useradd userdel setpriv unshare python3
+BOUND=""
+test_cleanup_more() {
         [ -n "$BOUND" ] && umount "$BOUND"
-        [ -n "${KEEP_LOG:-}" ] && cp "$W/iverd.log" "$KEEP_LOG" && cp "$W/list" "$KEEP_LOG.list"
-        stop_pid "$IVERD_PID"; stop_pid "$SWTPM_PID"
-        [ -n "$SU" ] && userdel "$SU" 2>/dev/null
-        (exit "$rc")
-        iver_mounts_cleanup
+        [ -n "${KEEP_LOG:-}" ] && cp "$W/list" "$KEEP_LOG.list"
 }
-trap test_cleanup EXIT
-FAILS=0
-fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
-export TSS2_LOG=all+none IVERD_SOCKET=$W/run/iverd.sock
-ctl() { "$BUILD/iverctl" "$@"; }
-js() { ctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin).get('$1', 0))"; }
 digest_of() { printf '#!/bin/sh\necho %s\n' "$1" | sha256sum | cut -d' ' -f1; }
 listed_as() { awk -v p="$1" -v d="sha256:$2" '$NF == p && $4 == d { f = 1 } END { exit !f }' "$W/list"; }
 

@@ -20,32 +20,11 @@
 # (median, max) from `status`' names_at_rest. Needs root (loop mount) and vim.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib-mounts.sh
-source "$here/lib-mounts.sh"
-BUILD=${IVER_BUILD_DIR:-/work/main/build}
-for b in "$BUILD/iverd" "$BUILD/iverctl"; do [[ -x $b ]] || { echo "FAIL: $b not built"; exit 1; }; done
+# shellcheck source=lib-daemon.sh
+source "$here/lib-daemon.sh"
 for t in vim python3 install sed sha256sum; do command -v $t >/dev/null || { echo "FAIL: $t not installed (scripts/deps.sh)"; exit 1; }; done
-
-iver_mounts_init
-W=$IVER_WORKDIR
-IVERD_PID=""
-stop_pid() { local p=$1; [ -n "$p" ] || return 0; kill "$p" 2>/dev/null || true
-        for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$p" 2>/dev/null || true; }
-test_cleanup() {
-        local rc=$?
-        set +e
-        [ -n "${KEEP_LOG:-}" ] && cp "$W/iverd.log" "$KEEP_LOG" 2>/dev/null
-        stop_pid "$IVERD_PID"
-        (exit "$rc")
-        iver_mounts_cleanup
-}
-trap test_cleanup EXIT
-FAILS=0
-fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+daemon_test_init
 step() { echo; echo "== $*"; }
-export IVERD_SOCKET=$W/run/iverd.sock
-ctl() { "$BUILD/iverctl" "$@"; }
-js() { ctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin).get('$1', 0))"; }
 rest() { ctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['names_at_rest'].get('$1', 0))"; }
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 ZERO=0000000000000000000000000000000000000000

@@ -12,33 +12,9 @@
 # IVER_INTERP_MODE=open: the same with OnAccess=open and no func= rule.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib-mounts.sh
-source "$here/lib-mounts.sh"
-BUILD=${IVER_BUILD_DIR:-/work/main/build}
-for b in "$BUILD/iverd" "$BUILD/iverctl"; do [[ -x $b ]] || { echo "FAIL: $b not built"; exit 1; }; done
-command -v swtpm >/dev/null || iver_skip "swtpm not installed"
-for t in useradd userdel python3; do command -v "$t" >/dev/null || iver_skip "$t missing"; done
-
-iver_mounts_init
-W=$IVER_WORKDIR
-IVERD_PID="" SWTPM_PID="" SU=""
-stop_pid() { local p=$1; [ -n "$p" ] || return 0; kill "$p" 2>/dev/null || true
-        for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$p" 2>/dev/null || true; }
-test_cleanup() {
-        local rc=$?
-        set +e
-        [ -n "${KEEP_LOG:-}" ] && cp "$W/iverd.log" "$KEEP_LOG"
-        stop_pid "$IVERD_PID"; stop_pid "$SWTPM_PID"
-        [ -n "$SU" ] && userdel "$SU" 2>/dev/null
-        (exit "$rc")
-        iver_mounts_cleanup
-}
-trap test_cleanup EXIT
-FAILS=0
-fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
-export TSS2_LOG=all+none IVERD_SOCKET=$W/run/iverd.sock
-ctl() { "$BUILD/iverctl" "$@"; }
-js() { ctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin).get('$1', 0))"; }
+# shellcheck source=lib-daemon.sh
+source "$here/lib-daemon.sh"
+daemon_test_init swtpm useradd userdel python3
 
 iver_mount tmpfs; T=$IVER_MNT/opened; E=$IVER_MNT/execed
 mkdir -p "$T" "$E" "$W/run" "$W/state" "$W/tpm"

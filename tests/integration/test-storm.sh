@@ -16,36 +16,11 @@
 # IVER_STORM_SECONDS (default 0: as long as root's 50 runs take).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib-mounts.sh
-source "$here/lib-mounts.sh"
-BUILD=${IVER_BUILD_DIR:-/work/main/build}
-for b in "$BUILD/iverd" "$BUILD/iverctl"; do [[ -x $b ]] || { echo "FAIL: $b not built"; exit 1; }; done
-command -v swtpm >/dev/null || iver_skip "swtpm not installed"
-for t in useradd userdel setpriv python3; do command -v "$t" >/dev/null || iver_skip "$t missing"; done
-
-# shellcheck disable=SC2034  # read by lib-mounts.sh
-IVER_IMAGE_MB=512
-iver_mounts_init
-W=$IVER_WORKDIR
-IVERD_PID="" SWTPM_PID="" STORM_PIDS=() SU=""
-stop_pid() { local p=$1; [ -n "$p" ] || return 0; kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true
-        for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$p" 2>/dev/null || true; }
-test_cleanup() {
-        local rc=$?
-        set +e
-        for p in "${STORM_PIDS[@]}"; do stop_pid "$p"; done
-        [ -n "${KEEP_LOG:-}" ] && cp "$W/iverd.log" "$KEEP_LOG" 2>/dev/null
-        stop_pid "$IVERD_PID"; stop_pid "$SWTPM_PID"
-        [ -n "$SU" ] && userdel "$SU" 2>/dev/null
-        (exit "$rc")
-        iver_mounts_cleanup
-}
-trap test_cleanup EXIT
-FAILS=0
-fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
-export TSS2_LOG=all+none IVERD_SOCKET=$W/run/iverd.sock
-ctl() { "$BUILD/iverctl" "$@"; }
-js() { ctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin).get('$1', 0))"; }
+# shellcheck source=lib-daemon.sh
+source "$here/lib-daemon.sh"
+daemon_test_init swtpm useradd userdel setpriv python3
+STORM_PIDS=()
+test_cleanup_more() { for p in "${STORM_PIDS[@]}"; do stop_pid "$p"; done; }
 
 iver_mount ext4; M=$IVER_MNT; T=$M/tree
 mkdir -p "$T" "$W/run" "$W/state" "$W/tpm"
