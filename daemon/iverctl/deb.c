@@ -162,20 +162,26 @@ static const char *member_finish(Member *m) {
         return gz_check_complete(&m->gz) ? NULL : "gzip stream incomplete or damaged (CRC-32 or length)";
 }
 
-/* The tar inside the current member of outer, in *ret (NULL when out of
- * memory). Returns libarchive's status of opening it. */
-static int open_tar_member(Member *m, struct archive **ret) {
+/* The tar inside member (named name) of outer, opened on d->member, in
+ * *ret (set before any failure: the caller's cleanup frees it). what names
+ * the member in the error ("control", "data"). 0, or iverctl's exit code. */
+static int open_tar_member(DebReader *d, struct archive *outer, const char *name, const char *what,
+                           struct archive **ret) {
+        if (member_open(&d->member, outer, name) < 0)
+                return oom();
         struct archive *a = archive_read_new();
         *ret = a;
         if (!a)
-                return ARCHIVE_FATAL;
+                return oom();
         archive_read_support_format_tar(a);
         archive_read_support_filter_gzip(a);
         archive_read_support_filter_xz(a);
         archive_read_support_filter_lzma(a);
         archive_read_support_filter_zstd(a);
         archive_read_support_filter_bzip2(a);
-        return archive_read_open(a, m, NULL, member_read, NULL);
+        if (archive_read_open(a, &d->member, NULL, member_read, NULL) != ARCHIVE_OK)
+                return deb_error(d->path, "damaged %s member: %s", what, why(d, a));
+        return 0;
 }
 
 /* A small member (debian-binary, md5sums) into memory, NUL-terminated. */
@@ -237,13 +243,9 @@ static int read_control(DebReader *d, struct archive *outer, const char *member)
         _cleanup_(member_donep) Member *m = &d->member;
         _cleanup_(archive_freep) struct archive *a = NULL;
         struct archive_entry *e;
-        if (member_open(m, outer, member) < 0)
-                return oom();
-        int r = open_tar_member(m, &a);
-        if (!a)
-                return oom();
-        if (r != ARCHIVE_OK)
-                return deb_error(d->path, "damaged control member: %s", why(d, a));
+        int r = open_tar_member(d, outer, member, "control", &a);
+        if (r != 0)
+                return r;
         while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
                 const char *name = relative_name(archive_entry_pathname(e) ?: "");
                 if (!name || strcmp(name, "md5sums") != 0 || archive_entry_filetype(e) != AE_IFREG)
@@ -380,13 +382,9 @@ static int read_data(DebReader *d, struct archive *outer, const char *member) {
         _cleanup_(member_donep) Member *m = &d->member;
         _cleanup_(archive_freep) struct archive *a = NULL;
         struct archive_entry *e;
-        if (member_open(m, outer, member) < 0)
-                return oom();
-        int r = open_tar_member(m, &a);
-        if (!a)
-                return oom();
-        if (r != ARCHIVE_OK)
-                return deb_error(d->path, "damaged data member: %s", why(d, a));
+        int r = open_tar_member(d, outer, member, "data", &a);
+        if (r != 0)
+                return r;
         while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
                 int k = read_entry(d, a, e);
                 if (k)
