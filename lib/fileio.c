@@ -16,12 +16,14 @@
 #include "fileio.h"
 #include "macro.h"
 
-int iver_read_full(int fd, void *buf, size_t size, size_t *ret_len) {
+/* read() from the file position when offset < 0, else pread() from offset. */
+static int read_loop(int fd, void *buf, size_t size, int64_t offset, size_t *ret_len) {
         uint8_t *p = buf;
         size_t len = 0;
 
         while (len < size) {
-                ssize_t k = read(fd, p + len, size - len);
+                ssize_t k = offset < 0 ? read(fd, p + len, size - len)
+                                       : pread(fd, p + len, size - len, (off_t) ((uint64_t) offset + len));
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -35,21 +37,17 @@ int iver_read_full(int fd, void *buf, size_t size, size_t *ret_len) {
         return 0;
 }
 
-int iver_pread_full(int fd, void *buf, size_t size, uint64_t offset, size_t *ret_len) {
-        uint8_t *p = buf;
-        size_t len = 0;
+int iver_read_full(int fd, void *buf, size_t size, size_t *ret_len) {
+        return read_loop(fd, buf, size, -1, ret_len);
+}
 
-        while (len < size) {
-                ssize_t k = pread(fd, p + len, size - len, (off_t) (offset + len));
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-        }
+int iver_pread_full(int fd, void *buf, size_t size, uint64_t offset, size_t *ret_len) {
+        size_t len;
+        if (offset > INT64_MAX)
+                return -EINVAL;
+        int r = read_loop(fd, buf, size, (int64_t) offset, &len);
+        if (r < 0)
+                return r;
         if (!ret_len)
                 return len == size ? 0 : -EIO;
         *ret_len = len;

@@ -133,7 +133,9 @@ int kernel_ima_read(const char *dir, size_t from, IverImaLog *l, size_t *ret_cou
         return 0;
 }
 
-int kernel_ima_uses(const char *dir, unsigned pcr) {
+/* The kernel's list in *ret_log (n entries) when it keeps one in pcr: 1;
+ * 0 when it keeps none there (no securityfs list, empty, another PCR). */
+static int read_list_in(const char *dir, unsigned pcr, IverImaLog **ret_log, size_t *ret_n) {
         _cleanup_(iver_imalog_freep) IverImaLog *k = NULL;
         size_t n = 0;
         int r = iver_imalog_new(&k);
@@ -144,7 +146,17 @@ int kernel_ima_uses(const char *dir, unsigned pcr) {
                 return 0;
         if (r < 0)
                 return r;
-        return n > 0 && iver_imalog_get(k, 0)->pcr == pcr;
+        if (n == 0 || iver_imalog_get(k, 0)->pcr != pcr)
+                return 0;
+        *ret_log = TAKE_PTR(k);
+        *ret_n = n;
+        return 1;
+}
+
+int kernel_ima_uses(const char *dir, unsigned pcr) {
+        _cleanup_(iver_imalog_freep) IverImaLog *k = NULL;
+        size_t n;
+        return read_list_in(dir, pcr, &k, &n);
 }
 
 bool kernel_ima_same(const IverImaEntry *a, const IverImaEntry *b) {
@@ -160,16 +172,9 @@ int kernel_ima_continue(IverImaFile *f, const char *dir, unsigned pcr, size_t *r
         size_t n = 0, held = 0;
         int r;
 
-        r = iver_imalog_new(&k);
-        if (r < 0)
+        r = read_list_in(dir, pcr, &k, &n);
+        if (r <= 0)
                 return r;
-        r = kernel_ima_read(dir, 0, k, &n);
-        if (r == -ENOENT)
-                return 0;
-        if (r < 0)
-                return r;
-        if (n == 0 || iver_imalog_get(k, 0)->pcr != pcr)
-                return 0;
         r = iver_imalog_reader_new(iver_imalog_file_fd(f), 0, &rd);
         if (r < 0)
                 return r;

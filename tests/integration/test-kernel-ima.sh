@@ -106,11 +106,14 @@ quote "$D/q2"
 [ "$(js desynced)" = False ] || fail "desynced after a clean restart"
 
 step "3: a measuring kernel: kernel and iverd extend PCR 10 at the same time"
-( for i in $(seq 1 40); do kernel ng "/usr/bin/prog$i"; done ) &
+( for i in $(seq 1 40); do kernel ng "/usr/bin/prog$i"; sleep 0.1; done ) &
 KPID=$!
 FLEET_PIDS+=("$KPID")
-# iverd's new files over the same seconds as the kernel's entries
-for i in $(seq 10 49); do printf 'file %d\n' "$i" >"$D/tree/f$i"; sleep 0.08; done
+# iverd's new files over the same seconds as the kernel's entries, each from a
+# process of its own: a file is listed once at rest (iverd(8), "Names at
+# rest": its own and its writer's quiet interval), so one writer's 40 files
+# would all be listed after the kernel's last entry
+for i in $(seq 10 49); do (printf 'file %d\n' "$i" >"$D/tree/f$i"); sleep 0.08; done
 wait "$KPID" || fail "the fake kernel failed"
 ctl settle --timeout 60
 nk=$(wc -l <"$KLIST")
