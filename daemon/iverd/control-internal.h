@@ -33,6 +33,12 @@ struct Conn {
         void (*fill_free)(void *state);
 };
 
+/* Refusals a peer can repeat at will: counted, logged one line per 10 s. */
+typedef struct Refusals {
+        uint64_t count, logged;
+        uint64_t logged_at;             /* CLOCK_MONOTONIC usec */
+} Refusals;
+
 struct Control {
         Manager *m;
         int fd;
@@ -42,8 +48,9 @@ struct Control {
         sd_event_source *pause;        /* re-enables source after an accept failure */
         Conn *conns;
         unsigned n_conns;
-        uint64_t refused, refused_logged, accept_failures;
-        uint64_t refusal_logged_at;     /* CLOCK_MONOTONIC usec */
+        Refusals conns_refused;         /* connections over the caps */
+        Refusals requests_refused;      /* verbs the peer may not use */
+        uint64_t accept_failures;
         int fd_limit;                   /* RLIMIT_NOFILE soft limit */
         uint64_t next_id;
 };

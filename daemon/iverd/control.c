@@ -79,6 +79,20 @@ static bool peer_allowed(const Manager *m, const Conn *c, VerbAccess access) {
         return false;
 }
 
+/* Count a refusal; the number since the last message when one is due (one
+ * a REFUSAL_LOG_USEC), else 0: a peer that repeats refused requests or
+ * connections cannot push violation lines out of the journal. */
+static uint64_t refusal_count(Refusals *r) {
+        uint64_t now = now_usec();
+        r->count++;
+        if (r->logged_at != 0 && now - r->logged_at < REFUSAL_LOG_USEC)
+                return 0;
+        uint64_t n = r->count - r->logged;
+        r->logged = r->count;
+        r->logged_at = now;
+        return n;
+}
+
 static void dispatch(Conn *c, const char *line, size_t len) {
         Manager *m = c->control->m;
         json_object *req = NULL;
@@ -91,8 +105,12 @@ static void dispatch(Conn *c, const char *line, size_t len) {
         }
         VerbAccess access = verb_access(verb);
         if (!peer_allowed(m, c, access)) {
-                log_notice("Refused '%s' from uid %u (pid %d): %s", verb_name(verb), c->peer.uid, c->peer.pid,
-                           access == VERB_ROOT ? "root only" : "not root and not in the stats group");
+                uint64_t n = refusal_count(&c->control->requests_refused);
+                if (n > 0)
+                        log_notice("Refused '%s' from uid %u (pid %d): %s (%llu requests refused since the last message)",
+                                   verb_name(verb), c->peer.uid, c->peer.pid,
+                                   access == VERB_ROOT ? "root only" : "not root and not in the stats group",
+                                   (unsigned long long) n);
                 conn_reply(c, reply_error("permission denied: '%s' is %s", verb_name(verb),
                                           access == VERB_ROOT ? "root's" : "for root and the stats group"));
                 json_object_put(req);
@@ -188,14 +206,10 @@ static const char *refusal(const Control *ctl, uid_t uid, int fd) {
 }
 
 static void refuse(Control *ctl, int cfd, uid_t uid, const char *why) {
-        ctl->refused++;
-        uint64_t now = now_usec();
-        if (ctl->refusal_logged_at == 0 || now - ctl->refusal_logged_at >= REFUSAL_LOG_USEC) {
+        uint64_t n = refusal_count(&ctl->conns_refused);
+        if (n > 0)
                 log_notice("Refused a control connection from uid %u: %s (%llu refused since the last message)",
-                           uid, why, (unsigned long long) (ctl->refused - ctl->refused_logged));
-                ctl->refused_logged = ctl->refused;
-                ctl->refusal_logged_at = now;
-        }
+                           uid, why, (unsigned long long) n);
         close(cfd);
 }
 
@@ -347,7 +361,8 @@ const char *control_path(const Control *c) {
         return c->path;
 }
 
-void control_counters(const Control *c, unsigned *ret_open, uint64_t *ret_refused) {
+void control_counters(const Control *c, unsigned *ret_open, uint64_t *ret_refused, uint64_t *ret_requests_refused) {
         *ret_open = c ? c->n_conns : 0;
-        *ret_refused = c ? c->refused : 0;
+        *ret_refused = c ? c->conns_refused.count : 0;
+        *ret_requests_refused = c ? c->requests_refused.count : 0;
 }

@@ -21,8 +21,9 @@ typedef struct Conn Conn;
 int control_new(Manager *m, const char *path, Control **ret);
 Control *control_free(Control *c);
 const char *control_path(const Control *c);
-/* Connections open now, and refused (caps, fd reserve) since start. */
-void control_counters(const Control *c, unsigned *ret_open, uint64_t *ret_refused);
+/* Connections open now, refused (caps, fd reserve) since start, and
+ * requests refused (a verb the peer may not use) since start. */
+void control_counters(const Control *c, unsigned *ret_open, uint64_t *ret_refused, uint64_t *ret_requests_refused);
 /* Answer settle waiters whose condition now holds. */
 void control_settled(Control *c);
 

@@ -83,10 +83,11 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "policy_generation", U64(m->gen->number));
         ADD(o, "socket", json_object_new_string(control_path(m->control)));
         unsigned conns;
-        uint64_t refused;
-        control_counters(m->control, &conns, &refused);
+        uint64_t refused, requests_refused;
+        control_counters(m->control, &conns, &refused, &requests_refused);
         ADD(o, "connections", U64(conns));
         ADD(o, "connections_refused", U64(refused));
+        ADD(o, "requests_refused", U64(requests_refused));
         evidence_status(m->evidence, o);
         return o;
 }

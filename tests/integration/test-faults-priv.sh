@@ -97,6 +97,29 @@ note "daemon log: $ref 'Refused' lines"
 alive
 row "6a. socket verbs: member/non-member/root" "$P_CHECKS" 0 0 "$P_WRONG" "$((CRASHES))" "$ref refusals logged"
 
+step "6a'. a non-member repeats a refused request 5,000 times: counted, logged once a 10 s"
+r0=$(js requests_refused) l0=$(grep -c "Refused '" "$D/iverd.log")
+cat >"$D/hammer.py" <<'PY'
+import socket, sys
+for _ in range(5000):  # one request a connection, as iverctl makes them
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(sys.argv[1])
+        f = s.makefile("rwb")
+        f.write(b'{"verb":"rescan"}\n')
+        f.flush()
+        if b"permission denied" not in f.readline():
+            sys.exit("a refused request got another answer")
+PY
+chmod a+r "$D/hammer.py"
+(cd / && setpriv "${NONE[@]}" python3 "$D/hammer.py" "$IVERD_SOCKET") || fail "the non-member's requests were not all refused"
+r1=$(js requests_refused) l1=$(grep -c "Refused '" "$D/iverd.log")
+note "requests_refused $r0 -> $r1; 'Refused' request lines in the log $l0 -> $l1"
+H_WRONG=0
+((r1 - r0 >= 5000)) || { fail "requests_refused counted $((r1 - r0)) of 5000"; H_WRONG=$((H_WRONG + 1)); }
+((l1 - l0 <= 1)) || { fail "$((l1 - l0)) log lines for 5000 refused requests in a few seconds"; H_WRONG=$((H_WRONG + 1)); }
+alive
+row "6a'. refused requests repeated" 5000 0 0 "$H_WRONG" "$((CRASHES))" "$((l1 - l0)) lines, counted $((r1 - r0))"
+
 step "6b. capabilities of the running daemon (every task)"
 C_WRONG=0 ntask=0
 for st in /proc/"$IVERD_PID"/status /proc/"$IVERD_PID"/task/*/status; do
