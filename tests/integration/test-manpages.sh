@@ -9,7 +9,10 @@
 #   - the configuration keys iverd accepts (asked from iverd itself: its error
 #     for an unknown key lists the valid ones) are all in etc/iverd.conf and
 #     in iverd.conf(5), and every key of etc/iverd.conf is in iverd.conf(5);
-#   - etc/iverd.conf with every key uncommented (its defaults) is accepted.
+#   - etc/iverd.conf with every key uncommented (its defaults) is accepted;
+#   - and the other way: every key iverd.conf(5) documents is one iverd
+#     accepts, every verb iverctl(1) documents is one iverctl has, and every
+#     verb of the daemon's control protocol has an iverctl verb.
 set -euo pipefail
 
 SRC=${IVER_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -104,6 +107,21 @@ if [ -f "$MAN/iverctl.1" ]; then
       bad "iverctl.1 has no entry for the verb '$v' (from iverctl --help)"
     fi
   done
+  # and the other way: every verb iverctl(1) documents (a .TP tag of its
+  # VERBS section) is one iverctl knows
+  doc_verbs=$(sed -n '/^\.SH VERBS/,/^\.SH /p' "$MAN/iverctl.1" | awk 'prev == ".TP" { print } { prev = $0 }' |
+              sed -nE 's/^\.B[IR]?[[:space:]]+"?([a-z][a-z-]*).*/\1/p' | sort -u)
+  [ -n "$doc_verbs" ] || bad "no verbs parsed from the VERBS section of iverctl.1"
+  for v in $doc_verbs; do
+    if grep -qx "$v" <<<"$verbs"; then echo "  documented verb $v: in iverctl"
+    else bad "iverctl.1 documents the verb '$v', which iverctl --help does not have"; fi
+  done
+  # every verb of the daemon's control protocol has an iverctl verb
+  wire=$(sed -nE 's/.*\[VERB_[A-Z_]+\] = \{ "([a-z]+)".*/\1/p' "$SRC/daemon/iverd/request.c")
+  [ -n "$wire" ] || bad "no verbs parsed from daemon/iverd/request.c"
+  for v in $wire; do
+    grep -qx "$v" <<<"$verbs" || bad "the daemon's verb '$v' has no iverctl verb (iverctl --help)"
+  done
   opts=$( { grep -oE -- '(^|[][[:space:]|(,])--?[a-zA-Z][a-zA-Z0-9-]*' "$S/iverctl.help" \
              | grep -oE -- '--?[a-zA-Z][a-zA-Z0-9-]*'; echo --socket; } | sort -u)
   for o in $opts; do
@@ -143,6 +161,15 @@ for sk in $(printf '%s\n' "${!file_keys[@]}" | sort); do
   if grep -Eq -- "(^|[^A-Za-z])$k=" "$S/conf5.txt"; then echo "  [$s] $k=: ok"
   else bad "iverd.conf.5 does not document $k= (a key of etc/iverd.conf)"; fi
   grep -qiF "[$s]" "$S/conf5.txt" || bad "iverd.conf.5 does not mention the section [$s]"
+done
+# and the other way: every key iverd.conf(5) documents (a .TP tag) is one iverd accepts
+doc_keys=$(awk 'prev == ".TP" { print } { prev = $0 }' "$MAN/iverd.conf.5" |
+           sed -nE 's/^\.B[IR]?[[:space:]]+([A-Z][A-Za-z]*)=.*/\1/p' | sort -u)
+[ -n "$doc_keys" ] || bad "no keys parsed from iverd.conf.5"
+accepted=$(printf '%s\n' "${!daemon_keys[@]}" | sed 's|.*/||')
+for k in $doc_keys; do
+  if grep -qx "$k" <<<"$accepted"; then echo "  documented $k=: iverd accepts it"
+  else bad "iverd.conf.5 documents $k=, which iverd does not accept"; fi
 done
 # the defaults as shipped are valid: uncomment everything, iverd must get past the configuration
 sed -E 's/^#([A-Z][A-Za-z]*=)/\1/' "$CONF" > "$S/all.conf"
