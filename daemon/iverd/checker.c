@@ -606,6 +606,13 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                 }
                 IverCheckOutcome o;
                 (void) iver_check_finish(m->ctx, j->path, &j->pending, j->r, &j->m, &o);
+                /* An event came while it was hashed: a write after the statx
+                 * that closed the measurement flagged the old entry, and the
+                 * record just replaced it. Keep the flag, so the re-check that
+                 * follows re-hashes if the cookie moved instead of taking the
+                 * move as metadata-only (the last-writer rule). */
+                if (!j->by_fd && o.idx != IVER_CACHE_NONE && queue_dirty(m->queue, j->path))
+                        iver_cache_update_flags(iver_context_cache(m->ctx), o.idx, IVER_ENTRY_WRITTEN, 0);
                 workers_finished(m->workers, j);
                 /* judged under the generation it was dispatched under (a reload
                  * meanwhile applies from the next check on) */

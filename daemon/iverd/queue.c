@@ -171,6 +171,11 @@ void queue_done(Queue *q, const char *path) {
         free(n);
 }
 
+bool queue_dirty(const Queue *q, const char *path) {
+        Node *const *p = find((Queue *) q, path, hash_path(path));
+        return *p && (*p)->state == NODE_INFLIGHT_DIRTY;
+}
+
 size_t queue_queued(const Queue *q) {
         return q->queued;
 }

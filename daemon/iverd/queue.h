@@ -23,6 +23,9 @@ const char *queue_pop(Queue *q);
 /* The check of path (as returned by queue_pop) finished: forgets it, or
  * re-queues it if events came in meanwhile. */
 void queue_done(Queue *q, const char *path);
+/* Whether path's check is in flight and an event for it came meanwhile (it
+ * will run again at queue_done). */
+bool queue_dirty(const Queue *q, const char *path);
 
 size_t queue_queued(const Queue *q);
 size_t queue_inflight(const Queue *q);

@@ -118,7 +118,9 @@ guest_fetch_kernel() {
 }
 
 # guest_copy_bin HOSTFILE GUESTPATH: a binary and every library ldd names, at the
-# paths ldd names (so RUNPATHs such as the build tree's libiver resolve).
+# paths ldd names (so RUNPATHs such as the build tree's libiver resolve), and
+# in the guest's system library directory as well: a build tree under /tmp
+# (a CI clone) is hidden in the guest by the tmpfs /init mounts on /tmp.
 guest_copy_bin() {
         local src=$1 dst=$2 lib
         mkdir -p "$GUEST_ROOT/$(dirname "$dst")"
@@ -127,6 +129,10 @@ guest_copy_bin() {
                 [ -e "$GUEST_ROOT$lib" ] && continue
                 mkdir -p "$GUEST_ROOT$(dirname "$lib")"
                 cp -L "$lib" "$GUEST_ROOT$lib"
+                case $lib in
+                /lib/* | /lib64/* | /usr/lib/* | /usr/lib64/*) ;;
+                *) cp -L "$lib" "$GUEST_ROOT/usr/lib/x86_64-linux-gnu/$(basename "$lib")" ;;
+                esac
         done
 }
 
