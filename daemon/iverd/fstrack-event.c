@@ -138,8 +138,13 @@ static const HandleSlot *resolve_dir(FsTrack *t, TrackedFs *f, struct file_handl
         if (mfd < 0)
                 return NULL;
         int fd = open_by_handle_at(mfd, fh, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return NULL; /* gone (ESTALE) */
+        if (fd < 0) {
+                /* ESTALE: gone. Out of fds or memory, the event is lost to
+                 * us, not to the file: count it as a gap in coverage */
+                if (errno != ESTALE && errno != ENOENT)
+                        fstrack_coverage_break(t, FSTRACK_FANOTIFY);
+                return NULL;
+        }
         char proc[64], buf[PATH_MAX];
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
         ssize_t n = readlink(proc, buf, sizeof(buf) - 1);
@@ -177,7 +182,9 @@ static int resolve_inode(FsTrack *t, TrackedFs *f, struct file_handle *fh, uint3
                         return -EBADF;
                 _cleanup_close_ int fd = open_by_handle_at(mfd, fh, O_PATH | O_CLOEXEC);
                 struct stat st;
-                if (fd < 0 || fstat(fd, &st) < 0)
+                if (fd < 0)
+                        return errno == ENOENT ? -ESTALE : -errno;
+                if (fstat(fd, &st) < 0)
                         return -ESTALE;
                 if (!slot_fill(s, key, len))
                         return -ENOMEM;
@@ -199,8 +206,15 @@ static void note_write(FsTrack *t, uint32_t dev, uint64_t ino, bool close_write,
 static void on_write(FsTrack *t, TrackedFs *f, uint64_t mask, struct file_handle *ofh, const char *name, int pid) {
         uint32_t dev = 0;
         uint64_t ino = 0;
-        if (resolve_inode(t, f, ofh, &dev, &ino) < 0)
+        int r = resolve_inode(t, f, ofh, &dev, &ino);
+        if (r == -ESTALE)
                 return; /* deleted meanwhile: its name events remove it */
+        if (r < 0) {
+                /* out of fds or memory: a write we cannot place is a gap in
+                 * coverage (every entry there flagged written, a rescan) */
+                fstrack_coverage_break(t, FSTRACK_FANOTIFY);
+                return;
+        }
         f->writes++;
         rest_note_change(t->rest, dev, ino, pid, NULL); /* not at rest: a held digest waits */
         IverCache *c = iver_context_cache(t->ctx);
