@@ -404,6 +404,27 @@ static void rest_list(void *userdata, const char *path, const IverCheckOutcome *
         checker_rested(userdata, path, o, d, audit, sig, sig_len, use);
 }
 
+static int rest_recorded(void *userdata, const IverIdentity *id, IverCheckOutcome *ret) {
+        Manager *m = userdata;
+        IverCache *c = iver_context_cache(m->ctx);
+        uint32_t idx = iver_cache_find_inode(c, id->dev, id->ino);
+        if (idx == IVER_CACHE_NONE)
+                return -ENOENT;
+        IverEntry en;
+        iver_cache_get(c, idx, &en);
+        if (en.id.gen != id->gen || (en.flags & (IVER_ENTRY_MEASURED | IVER_ENTRY_UNSTABLE)) != IVER_ENTRY_MEASURED)
+                return -ENOENT;
+        *ret = (IverCheckOutcome) {
+                .result = IVER_CHECK_MEASURED,
+                .provisional = en.flags & IVER_ENTRY_PROVISIONAL,
+                .digest = en.digest,
+                .cookie = iver_cache_cookie(c, idx),
+                .id = en.id,
+                .idx = idx,
+        };
+        return 0;
+}
+
 static int rest_stat(void *userdata, const char *path, IverStat *ret) {
         Manager *m = userdata;
         return path_context_stat(m->ctx, path, ret);
@@ -427,6 +448,7 @@ static void rest_changed(void *userdata) {
 static int rest_setup(Manager *m) {
         static const RestCallbacks cb = {
                 .list = rest_list,
+                .recorded = rest_recorded,
                 .stat = rest_stat,
                 .check = rest_check,
                 .sync = rest_sync,

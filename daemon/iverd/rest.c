@@ -27,22 +27,26 @@
 #define CHANGES 4096    /* direct-mapped: (dev, ino) → last change, for inodes not held yet */
 #define DELAYS 1024     /* the last listings' delays, for status */
 
+/* One held inode. Small (a freshly unpacked tree holds every file for
+ * REST_SETTLE_USEC): the digest and the version it was computed from are the
+ * cache's record of the inode (cb.recorded), not copied here; of the rule,
+ * the template and PCR the listing needs. */
 typedef struct RestEntry {
         struct RestEntry *next, *pnext; /* chains by inode and by name */
         IverIdentity id;
         char *path;
-        IverCheckOutcome o;
-        IverPolicyDecision d;
+        uint8_t *sig;
+        uint32_t sig_len;
+        int writer;             /* pid of the last change, 0: unknown */
+        unsigned names;         /* names it was held under */
+        int8_t pcr;             /* the rule's pcr= (IVER_POLICY_PCR_UNSET) */
+        int8_t template_;       /* the rule's template= (_IVER_IMA_TEMPLATE_INVALID: ima-ng) */
         bool has_d, audit;
         bool written;           /* a write event since the outcome */
         bool overdue;           /* past the bound: listed at its next outcome */
-        uint8_t *sig;
-        size_t sig_len;
         uint64_t first_usec;    /* the episode's first known change */
         uint64_t change_usec;   /* its last change */
         uint64_t held_usec;     /* when it was first held */
-        int writer;             /* pid of the last change, 0: unknown */
-        unsigned names;         /* names it was held under */
 } RestEntry;
 
 typedef struct Writer {
@@ -176,15 +180,23 @@ static void note_delay(Rest *r, uint64_t usec) {
                 r->delay_max_usec = usec;
 }
 
-/* List e under its name now and forget it. */
-static void list_entry(Rest *r, RestEntry *e, uint64_t *counter, uint64_t now) {
+/* List e under its name now, with the digest o (on record for its inode),
+ * and forget it. */
+static void list_entry(Rest *r, RestEntry *e, const IverCheckOutcome *o, uint64_t *counter, uint64_t now) {
         unlink_entry(r, e);
         (*counter)++;
         if (counter == &r->listed_rest) /* the settle delay: from the last change to the entry */
                 note_delay(r, now > e->change_usec ? now - e->change_usec : 0);
         if (counter == &r->listed_bound && now - e->first_usec > r->bound_delay_max_usec)
                 r->bound_delay_max_usec = now - e->first_usec;
-        r->cb.list(r->userdata, e->path, &e->o, e->has_d ? &e->d : NULL, e->audit, e->sig, e->sig_len,
+        IverPolicyDecision d = {
+                .matched = true,
+                .action = IVER_ACTION_MEASURE,
+                .pcr = e->pcr,
+                .hash = o->digest.algo,
+                .template_ = e->template_,
+        };
+        r->cb.list(r->userdata, e->path, o, e->has_d ? &d : NULL, e->audit, e->sig, e->sig_len,
                    counter == &r->listed_use);
         entry_free(e);
 }
@@ -209,9 +221,10 @@ static void arm(Rest *r) {
         (void) sd_event_source_set_enabled(r->timer, SD_EVENT_ONESHOT);
 }
 
-/* Whether the name still holds the inode and the version e's digest was
- * computed from. */
-static int verify(const Rest *r, const RestEntry *e) {
+/* Whether the name still holds the inode and the version its digest on
+ * record (*ret) was computed from: 1 yes, 0 the version moved or nothing is
+ * on record (look again), -errno the name is gone. */
+static int verify(const Rest *r, const RestEntry *e, IverCheckOutcome *ret) {
         IverStat st;
         int k = r->cb.stat(r->userdata, e->path, &st);
         if (k < 0)
@@ -219,8 +232,10 @@ static int verify(const Rest *r, const RestEntry *e) {
         IverIdentity id = iver_stat_identity(&st);
         if (id.dev != e->id.dev || id.ino != e->id.ino || (st.has_btime && id.gen != e->id.gen))
                 return -ENOENT; /* another file has the name now */
-        IverCookie now = iver_cookie_from_stat(e->o.cookie.source, &st);
-        return !e->written && iver_cookie_equal(&now, &e->o.cookie) ? 1 : 0;
+        if (r->cb.recorded(r->userdata, &e->id, ret) < 0)
+                return 0;
+        IverCookie now = iver_cookie_from_stat(ret->cookie.source, &st);
+        return !e->written && iver_cookie_equal(&now, &ret->cookie) ? 1 : 0;
 }
 
 /* A deadline: list, drop, or ask for another look. */
@@ -228,7 +243,8 @@ static void judge(Rest *r, RestEntry *e, uint64_t now) {
         bool bound = now >= e->first_usec + REST_MAX_USEC;
         if (!bound && !at_rest(r, e, now))
                 return;
-        int v = verify(r, e);
+        IverCheckOutcome o;
+        int v = verify(r, e, &o);
         if (v < 0) {
                 /* the name is gone (the last one unlinked, or a rename whose
                  * new name will bring a new outcome): nothing used it */
@@ -238,7 +254,7 @@ static void judge(Rest *r, RestEntry *e, uint64_t now) {
                 return;
         }
         if (v > 0) {
-                list_entry(r, e, bound && !at_rest(r, e, now) ? &r->listed_bound : &r->listed_rest, now);
+                list_entry(r, e, &o, bound && !at_rest(r, e, now) ? &r->listed_bound : &r->listed_rest, now);
                 return;
         }
         /* its version moved since the digest: look again; past the bound the
@@ -325,23 +341,26 @@ static int fill(Rest *r, RestEntry *e, const char *path, const IverCheckOutcome 
                 free(s);
                 return -ENOMEM;
         }
+        /* a hit is no new measurement: the signature read with the digest
+         * stays (the inode's), and so does the rule it was measured under
+         * when the name is the one held (a reload meanwhile does not re-judge
+         * it); a new name takes the rule decided for it */
+        bool measured = !e->path || o->result != IVER_CHECK_HIT, renewed = measured || p;
         if (p)
                 set_path(r, e, p);
-        /* a hit carries no signature: the one read with this digest stays */
-        if (sig_len || !e->path || !iver_digest_equal(&e->o.digest, &o->digest)) {
+        if (sig_len || measured) {
                 free(e->sig);
                 e->sig = s;
-                e->sig_len = sig_len;
+                e->sig_len = (uint32_t) sig_len;
                 if (sig_len)
                         memcpy(s, sig, sig_len);
         }
-        e->o = *o;
-        e->has_d = d != NULL;
-        if (d) {
-                e->d = *d;
-                e->d.file = NULL; /* the policy's: may go with a reload */
+        if (renewed) {
+                e->has_d = d != NULL;
+                e->pcr = (int8_t) (d ? d->pcr : IVER_POLICY_PCR_UNSET);
+                e->template_ = (int8_t) (d ? d->template_ : _IVER_IMA_TEMPLATE_INVALID);
+                e->audit = audit;
         }
-        e->audit = audit;
         e->written = false;
         return 0;
 }
@@ -404,7 +423,7 @@ int rest_offer(Rest *r, const char *path, const IverCheckOutcome *o, const IverP
         if (changed > e->change_usec)
                 e->change_usec = changed;
         if (e->overdue) {
-                list_entry(r, e, &r->listed_bound, now);
+                list_entry(r, e, o, &r->listed_bound, now);
                 r->cb.changed(r->userdata);
                 return 0;
         }
@@ -414,9 +433,10 @@ int rest_offer(Rest *r, const char *path, const IverCheckOutcome *o, const IverP
 
 int rest_use(Rest *r, const IverIdentity *id) {
         RestEntry *e = find(r, id->dev, id->ino);
-        if (!e || e->id.gen != id->gen)
+        IverCheckOutcome o;
+        if (!e || e->id.gen != id->gen || r->cb.recorded(r->userdata, id, &o) < 0)
                 return 0;
-        list_entry(r, e, &r->listed_use, now_usec(CLOCK_MONOTONIC));
+        list_entry(r, e, &o, &r->listed_use, now_usec(CLOCK_MONOTONIC));
         r->cb.changed(r->userdata);
         return 1;
 }
@@ -465,7 +485,8 @@ void rest_note_gone(Rest *r, const char *path) {
                 return;
         for (RestEntry *e = r->pbuckets[pbucket_of(r, path)], *next; e; e = next) {
                 next = e->pnext;
-                if (strcmp(e->path, path) != 0 || verify(r, e) >= 0)
+                IverCheckOutcome o;
+                if (strcmp(e->path, path) != 0 || verify(r, e, &o) >= 0)
                         continue; /* another link still holds it by that name */
                 unlink_entry(r, e);
                 r->dropped++;

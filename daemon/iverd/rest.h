@@ -22,7 +22,7 @@
  * for ever. */
 #define REST_SETTLE_USEC (2ULL * 1000000ULL)
 #define REST_MAX_USEC (60ULL * 1000000ULL)
-/* At most this many held at once (~0.5 KiB each): past it a digest is listed
+/* At most this many held at once (~0.3 KiB each with the name): past it a digest is listed
  * at once, under the name it has (a storm of new files costs bounded memory). */
 #define REST_HELD_MAX 65536
 
@@ -34,6 +34,10 @@ typedef struct RestCallbacks {
          * listed because it is used) */
         void (*list)(void *userdata, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
                      bool audit, const uint8_t *sig, size_t sig_len, bool use);
+        /* the cache's record of inode id (this generation): *ret's digest,
+         * cookie (the version the digest is of) and provisional flag; -ENOENT
+         * when there is none. Held entries keep no copy of it. */
+        int (*recorded)(void *userdata, const IverIdentity *id, IverCheckOutcome *ret);
         /* statx of path as the checker makes it (any length: pathfd.h) */
         int (*stat)(void *userdata, const char *path, IverStat *ret);
         /* path must be looked at again (its version moved since the digest) */
