@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* IMA measurement list entries in the kernel's binary and ASCII formats. The
- * one encoder and one decoder of each format live here (the in-memory list is
- * lib/imalog-list.c, the files lib/imalog-file.c); see include/iver/imalog.h
- * for the layout. */
+ * entries and their binary encoder and decoder live here, the ASCII ones in
+ * lib/imalog-ascii.c (the in-memory list is lib/imalog-list.c, the files
+ * lib/imalog-file.c); see include/iver/imalog.h for the layout. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 
 #include "digest-internal.h"
 #include "iver/imalog.h"
+#include "imalog-internal.h"
 #include "macro.h"
 
 /* security.ima types that the kernel's sig field records (evm_ima_xattr_type). */
@@ -24,10 +25,6 @@ static const char *const template_names[_IVER_IMA_TEMPLATE_MAX] = {
         [IVER_IMA_TEMPLATE_IMA] = "ima",
 };
 
-/* The legacy "ima" template: the name is hashed zero-padded to this size
- * (IMA_EVENT_NAME_LEN_MAX + 1), and no name may be longer than 255 bytes. */
-#define IMA_NAME_HASHED 256
-#define IMA_DIGEST_SIZE 20
 
 const char *iver_imalog_template_to_string(IverImaTemplate t) {
         if (t < 0 || t >= _IVER_IMA_TEMPLATE_MAX)
@@ -47,7 +44,7 @@ static unsigned template_fields(IverImaTemplate t) {
 }
 
 /* The template's third field: ima-sig's signature or ima-buf's buffer. */
-static bool has_extra(IverImaTemplate t) {
+bool iver_imalog_has_extra(IverImaTemplate t) {
         return template_fields(t) == 3;
 }
 
@@ -62,7 +59,7 @@ static uint32_t get_le32(const uint8_t *p) {
         return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
 }
 
-static bool all_zero(const uint8_t *p, size_t n) {
+bool iver_imalog_all_zero(const uint8_t *p, size_t n) {
         for (size_t i = 0; i < n; i++)
                 if (p[i])
                         return false;
@@ -149,7 +146,7 @@ static int template_hash(const IverImaEntry *e, IverHashAlgo algo, uint8_t *ret)
         return hash_buf(algo, b, sizeof(b), ret);
 }
 
-static int entry_build(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo,
+int iver_imalog_entry_build(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo,
                        const uint8_t *digest, size_t digest_len,
                        const char *path, size_t path_len,
                        const uint8_t *sig, size_t sig_len,
@@ -166,7 +163,7 @@ static int entry_build(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo
                 return -EINVAL;
         if (!path || memchr(path, 0, path_len))
                 return -EINVAL;
-        if (!has_extra(template) || !sig)
+        if (!iver_imalog_has_extra(template) || !sig)
                 sig_len = 0;
         if ((template == IVER_IMA_TEMPLATE_SIG && sig_len > IVER_IMA_SIG_MAX) || path_len > IVER_IMA_TEMPLATE_DATA_MAX ||
             sig_len > IVER_IMA_TEMPLATE_DATA_MAX)
@@ -178,7 +175,7 @@ static int entry_build(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo
         alen = template == IVER_IMA_TEMPLATE_IMA ? 0 : strlen(aname);
         digest_len = iver_hash_algo_size(algo);
         size = 4 + (alen ? alen + 2 : 0) + digest_len + 4 + path_len + 1;
-        if (has_extra(template))
+        if (iver_imalog_has_extra(template))
                 size += 4 + sig_len;
         if (size > IVER_IMA_TEMPLATE_DATA_MAX)
                 return -E2BIG;
@@ -210,7 +207,7 @@ static int entry_build(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo
                 iver_imalog_name_kernel_form((char *) p, path_len);
         p += path_len + 1;                              /* NUL from calloc */
 
-        if (has_extra(template)) {
+        if (iver_imalog_has_extra(template)) {
                 put_le32(p, sig_len);
                 p += 4;
                 if (sig_len > 0)
@@ -239,7 +236,7 @@ int iver_imalog_entry_new(IverImaTemplate template, uint32_t pcr, IverHashAlgo a
          * security.ima leaves it empty. */
         if (template == IVER_IMA_TEMPLATE_SIG && sig && sig_len > 0 && sig[0] != EVM_IMA_XATTR_DIGSIG && sig[0] != IMA_VERITY_DIGSIG)
                 sig_len = 0;
-        return entry_build(template, pcr, algo, digest, digest_len, path, path_len, sig, sig_len,
+        return iver_imalog_entry_build(template, pcr, algo, digest, digest_len, path, path_len, sig, sig_len,
                            flags, false, ret);
 }
 
@@ -249,20 +246,20 @@ int iver_imalog_entry_new_buf(uint32_t pcr, IverHashAlgo algo, const char *name,
         int r = hash_buf(algo, buf, buf_len, d);
         if (r < 0)
                 return r;
-        return entry_build(IVER_IMA_TEMPLATE_BUF, pcr, algo, d, iver_hash_algo_size(algo), name, name_len, buf, buf_len,
+        return iver_imalog_entry_build(IVER_IMA_TEMPLATE_BUF, pcr, algo, d, iver_hash_algo_size(algo), name, name_len, buf, buf_len,
                            0, false, ret);
 }
 
 int iver_imalog_entry_new_ima(uint32_t pcr, const uint8_t digest[20], const char *name, size_t name_len,
                               IverImaEntry **ret) {
-        return entry_build(IVER_IMA_TEMPLATE_IMA, pcr, IVER_HASH_SHA1, digest, IMA_DIGEST_SIZE, name, name_len, NULL, 0,
+        return iver_imalog_entry_build(IVER_IMA_TEMPLATE_IMA, pcr, IVER_HASH_SHA1, digest, IMA_DIGEST_SIZE, name, name_len, NULL, 0,
                            0, false, ret);
 }
 
 int iver_imalog_entry_new_violation(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo,
                                     const char *path, size_t path_len, unsigned flags,
                                     IverImaEntry **ret) {
-        return entry_build(template, pcr, algo, NULL, 0, path, path_len, NULL, 0, flags, true, ret);
+        return iver_imalog_entry_build(template, pcr, algo, NULL, 0, path, path_len, NULL, 0, flags, true, ret);
 }
 
 IverImaEntry *iver_imalog_entry_free(IverImaEntry *e) {
@@ -330,39 +327,59 @@ int iver_imalog_entry_to_binary(const IverImaEntry *e, uint8_t *buf, size_t size
         return (int) n;
 }
 
-int iver_imalog_entry_binary_extent(const uint8_t *buf, size_t size, size_t *ret) {
-        const size_t head = 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE + 4;
-        uint32_t nlen, tlen;
+/* One binary record's framing, checked the same way for every reader: the
+ * header, the template name's length, the body's length field and bound.
+ * "ima" records carry no template data length: their body is the SHA-1
+ * digest, a name length and the name. */
+typedef struct Frame {
+        uint32_t pcr;
+        const uint8_t *tdigest;
+        const char *name;       /* the template name, name_len bytes, not terminated */
+        size_t name_len;
+        bool ima;
+        size_t body, body_len;  /* the template data (for "ima": digest, length, name) */
+} Frame;
 
+static int frame_parse(const uint8_t *buf, size_t size, Frame *f) {
+        const size_t head = 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE + 4;
         if (size < head)
                 return -ENODATA;
-        nlen = get_le32(buf + 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE);
+        uint32_t nlen = get_le32(buf + 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE);
         if (nlen == 0 || nlen > IVER_IMA_NAME_MAX)
                 return -EBADMSG;
-        if (nlen == 3 && memcmp(buf + head, "ima", 3) == 0) {
-                if (size < head + nlen + IMA_DIGEST_SIZE + 4)
-                        return -ENODATA;
-                tlen = get_le32(buf + head + nlen + IMA_DIGEST_SIZE);
-                if (tlen >= IMA_NAME_HASHED)
-                        return -EBADMSG;
-                *ret = head + nlen + IMA_DIGEST_SIZE + 4 + tlen;
-                return 0;
-        }
-        if (size < head + nlen + 4)
+        *f = (Frame) {
+                .pcr = get_le32(buf),
+                .tdigest = buf + 4,
+                .name = (const char *) buf + head,
+                .name_len = nlen,
+                .ima = nlen == 3 && memcmp(buf + head, "ima", 3) == 0,
+        };
+        size_t len_at = head + nlen + (f->ima ? IMA_DIGEST_SIZE : 0);
+        if (size < len_at + 4)
                 return -ENODATA;
-        tlen = get_le32(buf + head + nlen);
-        if (tlen > IVER_IMA_TEMPLATE_DATA_MAX)
+        uint32_t tlen = get_le32(buf + len_at);
+        if (f->ima ? tlen >= IMA_NAME_HASHED : tlen > IVER_IMA_TEMPLATE_DATA_MAX)
                 return -EBADMSG;
-        *ret = head + nlen + 4 + tlen;
+        f->body = f->ima ? head + nlen : len_at + 4;
+        f->body_len = f->ima ? IMA_DIGEST_SIZE + 4 + tlen : tlen;
+        return 0;
+}
+
+int iver_imalog_entry_binary_extent(const uint8_t *buf, size_t size, size_t *ret) {
+        Frame f;
+        int r = frame_parse(buf, size, &f);
+        if (r < 0)
+                return r;
+        *ret = f.body + f.body_len;
         return 0;
 }
 
 /* A zero template digest is a violation, accepted only with a zero file
  * digest (as ima_add_violation writes it); otherwise the template digest must
  * be the data's. */
-static int check_template_digest(IverImaEntry *e, const uint8_t *tdigest) {
-        if (all_zero(tdigest, IVER_IMA_TEMPLATE_DIGEST_SIZE)) {
-                if (!all_zero(e->digest, e->digest_len))
+int iver_imalog_check_template_digest(IverImaEntry *e, const uint8_t *tdigest) {
+        if (iver_imalog_all_zero(tdigest, IVER_IMA_TEMPLATE_DIGEST_SIZE)) {
+                if (!iver_imalog_all_zero(e->digest, e->digest_len))
                         return -EBADMSG;
                 e->violation = true;
                 memset(e->template_digest, 0, IVER_IMA_TEMPLATE_DIGEST_SIZE);
@@ -373,79 +390,61 @@ static int check_template_digest(IverImaEntry *e, const uint8_t *tdigest) {
         return 0;
 }
 
-/* The body of an "ima" record (after its template name, at buf + off). */
-static int ima_from_binary(const uint8_t *buf, size_t size, size_t off, IverImaEntry **ret) {
+/* The body of an "ima" record (framed by f: its name length is bounded). */
+static int ima_from_binary(const uint8_t *buf, const Frame *f, IverImaEntry **ret) {
         char name[IMA_NAME_HASHED];
         IverImaEntry *e = NULL;
+        const uint8_t *body = buf + f->body;
+        size_t nlen = f->body_len - IMA_DIGEST_SIZE - 4;
 
-        if (size - off < IMA_DIGEST_SIZE + 4)
-                return -ENODATA;
-        uint32_t nlen = get_le32(buf + off + IMA_DIGEST_SIZE);
-        if (nlen >= IMA_NAME_HASHED)
-                return -EBADMSG;
-        if (size - off - IMA_DIGEST_SIZE - 4 < nlen)
-                return -ENODATA;
-        memcpy(name, buf + off + IMA_DIGEST_SIZE + 4, nlen);
+        memcpy(name, body + IMA_DIGEST_SIZE + 4, nlen);
         if (memchr(name, 0, nlen))
                 return -EBADMSG;
-        uint32_t pcr = get_le32(buf);
-        if (pcr >= IVER_IMA_PCR_MAX)
+        if (f->pcr >= IVER_IMA_PCR_MAX)
                 return -EBADMSG;
-        bool zero = all_zero(buf + 4, IVER_IMA_TEMPLATE_DIGEST_SIZE);
-        if (zero && !all_zero(buf + off, IMA_DIGEST_SIZE))
+        bool zero = iver_imalog_all_zero(f->tdigest, IVER_IMA_TEMPLATE_DIGEST_SIZE);
+        if (zero && !iver_imalog_all_zero(body, IMA_DIGEST_SIZE))
                 return -EBADMSG;
-        int r = entry_build(IVER_IMA_TEMPLATE_IMA, pcr, IVER_HASH_SHA1, buf + off, IMA_DIGEST_SIZE, name, nlen, NULL, 0,
+        int r = iver_imalog_entry_build(IVER_IMA_TEMPLATE_IMA, f->pcr, IVER_HASH_SHA1, body, IMA_DIGEST_SIZE, name, nlen, NULL, 0,
                             IVER_IMA_NAME_RAW, zero, &e);
         if (r < 0)
                 return r == -EINVAL || r == -E2BIG ? -EBADMSG : r;
-        r = check_template_digest(e, buf + 4);
+        r = iver_imalog_check_template_digest(e, f->tdigest);
         if (r < 0) {
                 iver_imalog_entry_free(e);
                 return r;
         }
         *ret = e;
-        return (int) (off + IMA_DIGEST_SIZE + 4 + nlen);
+        return (int) (f->body + f->body_len);
 }
 
 int iver_imalog_entry_from_binary(const uint8_t *buf, size_t size, IverImaEntry **ret) {
-        const size_t head = 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE + 4;
         char name[IVER_IMA_NAME_MAX + 1];
-        uint32_t nlen, tlen;
-        size_t off;
-        int r;
-
-        if (size < head)
-                return -ENODATA;
-        nlen = get_le32(buf + 4 + IVER_IMA_TEMPLATE_DIGEST_SIZE);
-        if (nlen == 0 || nlen > IVER_IMA_NAME_MAX)
-                return -EBADMSG;
-        if (size < head + nlen + 4)
-                return -ENODATA;
-        memcpy(name, buf + head, nlen);
-        name[nlen] = 0;
-        if (memchr(name, 0, nlen))
+        Frame f;
+        int r = frame_parse(buf, size, &f);
+        if (r < 0)
+                return r;
+        memcpy(name, f.name, f.name_len);
+        name[f.name_len] = 0;
+        if (memchr(name, 0, f.name_len))
                 return -EBADMSG;
         IverImaTemplate t = iver_imalog_template_from_string(name);
         if (t < 0)
                 return -EOPNOTSUPP;     /* e.g. ima-modsig, ima-ngv2 */
-        off = head + nlen;
-        if (t == IVER_IMA_TEMPLATE_IMA)
-                return ima_from_binary(buf, size, off, ret);
-        tlen = get_le32(buf + off);
-        off += 4;
-        if (tlen > IVER_IMA_TEMPLATE_DATA_MAX)
-                return -EBADMSG;
-        if (size - off < tlen)
+        if (size - f.body < f.body_len)
                 return -ENODATA;
+        if (t == IVER_IMA_TEMPLATE_IMA)
+                return ima_from_binary(buf, &f, ret);
+        size_t off = f.body, tlen = f.body_len;
 
         _cleanup_free_ IverImaEntry *e = calloc(1, sizeof(IverImaEntry) + tlen);
         if (!e)
                 return -ENOMEM;
-        e->pcr = get_le32(buf);
+        e->pcr = f.pcr;
         if (e->pcr >= IVER_IMA_PCR_MAX)
                 return -EBADMSG;
         e->template = t;
-        memcpy(e->template_digest, buf + 4, IVER_IMA_TEMPLATE_DIGEST_SIZE);
+        memcpy(e->template_digest, f.tdigest, IVER_IMA_TEMPLATE_DIGEST_SIZE);
         e->template_data_len = tlen;
         memcpy(e->template_data, buf + off, tlen);
         r = entry_parse_fields(e);
@@ -459,187 +458,14 @@ int iver_imalog_entry_from_binary(const uint8_t *buf, size_t size, IverImaEntry 
          * would not parse back. */
         uint8_t want[IVER_IMA_TEMPLATE_DIGEST_SIZE];
         memcpy(want, e->template_digest, sizeof(want));
-        if (!all_zero(want, sizeof(want))) {
+        if (!iver_imalog_all_zero(want, sizeof(want))) {
                 r = template_hash(e, IVER_HASH_SHA1, e->template_digest);
                 if (r < 0)
                         return r;
         }
-        r = check_template_digest(e, want);
+        r = iver_imalog_check_template_digest(e, want);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(e);
         return (int) (off + tlen);
 }
-
-/* ---- ASCII ---- */
-
-static char *hex_put(char *p, const uint8_t *b, size_t n) {
-        static const char x[] = "0123456789abcdef";
-        for (size_t i = 0; i < n; i++) {
-                *p++ = x[b[i] >> 4];
-                *p++ = x[b[i] & 15];
-        }
-        return p;
-}
-
-static int hex_get(const char *s, size_t n, uint8_t *out) {
-        return iver_hex_decode(s, n, out, n / 2, NULL) < 0 ? -EBADMSG : 0;
-}
-
-int iver_imalog_entry_to_ascii(const IverImaEntry *e, char **ret, size_t *ret_len) {
-        const char *tname = iver_imalog_template_to_string(e->template);
-        const char *aname = iver_hash_algo_to_string(e->algo);
-        size_t size;
-        char *p;
-
-        size = 12 + 1 + 2 * IVER_IMA_TEMPLATE_DIGEST_SIZE + 1 + strlen(tname) + 1 + strlen(aname) + 1 +
-               2 * e->digest_len + 1 + e->path_len + 1 + 2 * (e->sig_len + e->buf_len) + 2;
-        _cleanup_free_ char *s = malloc(size);
-        if (!s)
-                return -ENOMEM;
-        p = s + sprintf(s, "%2u ", e->pcr);
-        p = hex_put(p, e->template_digest, IVER_IMA_TEMPLATE_DIGEST_SIZE);
-        if (e->template == IVER_IMA_TEMPLATE_IMA)
-                p += sprintf(p, " %s ", tname);         /* d: the hex digest alone */
-        else
-                p += sprintf(p, " %s %s:", tname, aname);
-        p = hex_put(p, e->digest, e->digest_len);
-        *p++ = ' ';
-        memcpy(p, e->path, e->path_len);
-        p += e->path_len;
-        if (has_extra(e->template)) {
-                *p++ = ' ';     /* printed even for an empty field */
-                p = e->template == IVER_IMA_TEMPLATE_SIG ? hex_put(p, e->sig, e->sig_len) : hex_put(p, e->buf, e->buf_len);
-        }
-        *p++ = '\n';
-        *p = 0;
-        if (ret_len)
-                *ret_len = p - s;
-        *ret = TAKE_PTR(s);
-        return 0;
-}
-
-/* Next space-separated token of [*p, end); advances past one separator. */
-static int token(const char **p, const char *end, const char **ret_tok, size_t *ret_len) {
-        const char *s = *p, *sp = memchr(s, ' ', end - s);
-        if (!sp || sp == s)
-                return -EBADMSG;
-        *ret_tok = s;
-        *ret_len = sp - s;
-        *p = sp + 1;
-        return 0;
-}
-
-int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **ret) {
-        const char *p = line, *end = line + len, *tok;
-        uint8_t tdigest[IVER_IMA_TEMPLATE_DIGEST_SIZE], digest[IVER_DIGEST_MAX];
-        char buf[IVER_IMA_NAME_MAX + 1];
-        size_t tl;
-        uint32_t pcr = 0;
-        int r;
-
-        if (len > 0 && end[-1] == '\n')
-                end--;
-        if (memchr(line, '\n', end - line))
-                return -EBADMSG;
-        while (p < end && *p == ' ')
-                p++;
-        r = token(&p, end, &tok, &tl);
-        if (r < 0)
-                return r;
-        if (tl > 9)
-                return -EBADMSG;
-        for (size_t i = 0; i < tl; i++) {
-                if (tok[i] < '0' || tok[i] > '9')
-                        return -EBADMSG;
-                pcr = pcr * 10 + (tok[i] - '0');
-        }
-        if (pcr >= IVER_IMA_PCR_MAX)
-                return -EBADMSG;
-
-        r = token(&p, end, &tok, &tl);
-        if (r < 0)
-                return r;
-        if (tl != 2 * sizeof(tdigest) || hex_get(tok, tl, tdigest) < 0)
-                return -EBADMSG;
-
-        r = token(&p, end, &tok, &tl);
-        if (r < 0)
-                return r;
-        if (tl > IVER_IMA_NAME_MAX)
-                return -EBADMSG;
-        memcpy(buf, tok, tl);
-        buf[tl] = 0;
-        IverImaTemplate t = iver_imalog_template_from_string(buf);
-        if (t < 0)
-                return -EOPNOTSUPP;
-
-        /* "<algo>:<hex>" ("ima": the SHA-1 hex alone) */
-        r = token(&p, end, &tok, &tl);
-        if (r < 0)
-                return r;
-        const char *colon = tok - 1;
-        IverHashAlgo algo = IVER_HASH_SHA1;
-        if (t != IVER_IMA_TEMPLATE_IMA) {
-                colon = memchr(tok, ':', tl);
-                if (!colon || (size_t) (colon - tok) >= sizeof(buf))
-                        return -EBADMSG;
-                memcpy(buf, tok, colon - tok);
-                buf[colon - tok] = 0;
-                algo = iver_hash_algo_from_string(buf);
-                if (algo < 0)
-                        return -EOPNOTSUPP;
-        }
-        size_t hl = tl - (colon + 1 - tok), dlen = iver_hash_algo_size(algo);
-        if (hl != 2 * dlen || hex_get(colon + 1, hl, digest) < 0)
-                return -EBADMSG;
-
-        /* The rest is the path; for ima-sig, then " " and the signature's hex
-         * (empty for no signature): the path ends at the last space. */
-        const char *path = p, *path_end = end;
-        _cleanup_free_ uint8_t *sig = NULL;
-        size_t sig_len = 0;
-        if (has_extra(t)) {
-                const char *sp = memrchr(p, ' ', end - p);
-                if (!sp)
-                        return -EBADMSG;
-                path_end = sp;
-                sig_len = (end - sp - 1) / 2;
-                if (sig_len > (t == IVER_IMA_TEMPLATE_SIG ? IVER_IMA_SIG_MAX : IVER_IMA_TEMPLATE_DATA_MAX))
-                        return -EBADMSG;
-                if (sig_len > 0) {
-                        sig = malloc(sig_len);
-                        if (!sig)
-                                return -ENOMEM;
-                        if (hex_get(sp + 1, end - sp - 1, sig) < 0)
-                                return -EBADMSG;
-                }
-        }
-        if (memchr(path, 0, path_end - path))
-                return -EBADMSG;
-
-        bool violation = all_zero(tdigest, sizeof(tdigest));
-        _cleanup_(iver_imalog_entry_freep) IverImaEntry *e = NULL;
-        r = entry_build(t, pcr, algo, digest, dlen, path, path_end - path, sig, sig_len, IVER_IMA_NAME_RAW, violation,
-                        &e);
-        if (r == -E2BIG || (r == -EINVAL && t == IVER_IMA_TEMPLATE_IMA))
-                return -EBADMSG;
-        if (r < 0)
-                return r;
-        if (violation && !all_zero(digest, dlen))
-                return -EBADMSG;
-        r = check_template_digest(e, tdigest);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(e);
-        return 0;
-}
-
-IverImaFormat iver_imalog_format_detect(const uint8_t *buf, size_t size) {
-        if (size == 0 || buf[0] < 0x20)
-                return IVER_IMA_FORMAT_BINARY;
-        if (buf[0] == ' ' || (buf[0] >= '0' && buf[0] <= '9'))
-                return IVER_IMA_FORMAT_ASCII;
-        return _IVER_IMA_FORMAT_INVALID;
-}
-

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* IMA measurement list entries in the kernel's ASCII format
+ * (ascii_runtime_measurements): the one encoder and one decoder. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "digest-internal.h"
+#include "imalog-internal.h"
+#include "iver/imalog.h"
+#include "macro.h"
+
+
+static char *hex_put(char *p, const uint8_t *b, size_t n) {
+        static const char x[] = "0123456789abcdef";
+        for (size_t i = 0; i < n; i++) {
+                *p++ = x[b[i] >> 4];
+                *p++ = x[b[i] & 15];
+        }
+        return p;
+}
+
+static int hex_get(const char *s, size_t n, uint8_t *out) {
+        return iver_hex_decode(s, n, out, n / 2, NULL) < 0 ? -EBADMSG : 0;
+}
+
+int iver_imalog_entry_to_ascii(const IverImaEntry *e, char **ret, size_t *ret_len) {
+        const char *tname = iver_imalog_template_to_string(e->template);
+        const char *aname = iver_hash_algo_to_string(e->algo);
+        size_t size;
+        char *p;
+
+        size = 12 + 1 + 2 * IVER_IMA_TEMPLATE_DIGEST_SIZE + 1 + strlen(tname) + 1 + strlen(aname) + 1 +
+               2 * e->digest_len + 1 + e->path_len + 1 + 2 * (e->sig_len + e->buf_len) + 2;
+        _cleanup_free_ char *s = malloc(size);
+        if (!s)
+                return -ENOMEM;
+        p = s + sprintf(s, "%2u ", e->pcr);
+        p = hex_put(p, e->template_digest, IVER_IMA_TEMPLATE_DIGEST_SIZE);
+        if (e->template == IVER_IMA_TEMPLATE_IMA)
+                p += sprintf(p, " %s ", tname);         /* d: the hex digest alone */
+        else
+                p += sprintf(p, " %s %s:", tname, aname);
+        p = hex_put(p, e->digest, e->digest_len);
+        *p++ = ' ';
+        memcpy(p, e->path, e->path_len);
+        p += e->path_len;
+        if (iver_imalog_has_extra(e->template)) {
+                *p++ = ' ';     /* printed even for an empty field */
+                p = e->template == IVER_IMA_TEMPLATE_SIG ? hex_put(p, e->sig, e->sig_len) : hex_put(p, e->buf, e->buf_len);
+        }
+        *p++ = '\n';
+        *p = 0;
+        if (ret_len)
+                *ret_len = p - s;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+/* Next space-separated token of [*p, end); advances past one separator. */
+static int token(const char **p, const char *end, const char **ret_tok, size_t *ret_len) {
+        const char *s = *p, *sp = memchr(s, ' ', end - s);
+        if (!sp || sp == s)
+                return -EBADMSG;
+        *ret_tok = s;
+        *ret_len = sp - s;
+        *p = sp + 1;
+        return 0;
+}
+
+int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **ret) {
+        const char *p = line, *end = line + len, *tok;
+        uint8_t tdigest[IVER_IMA_TEMPLATE_DIGEST_SIZE], digest[IVER_DIGEST_MAX];
+        char buf[IVER_IMA_NAME_MAX + 1];
+        size_t tl;
+        uint32_t pcr = 0;
+        int r;
+
+        if (len > 0 && end[-1] == '\n')
+                end--;
+        if (memchr(line, '\n', end - line))
+                return -EBADMSG;
+        while (p < end && *p == ' ')
+                p++;
+        r = token(&p, end, &tok, &tl);
+        if (r < 0)
+                return r;
+        if (tl > 9)
+                return -EBADMSG;
+        for (size_t i = 0; i < tl; i++) {
+                if (tok[i] < '0' || tok[i] > '9')
+                        return -EBADMSG;
+                pcr = pcr * 10 + (tok[i] - '0');
+        }
+        if (pcr >= IVER_IMA_PCR_MAX)
+                return -EBADMSG;
+
+        r = token(&p, end, &tok, &tl);
+        if (r < 0)
+                return r;
+        if (tl != 2 * sizeof(tdigest) || hex_get(tok, tl, tdigest) < 0)
+                return -EBADMSG;
+
+        r = token(&p, end, &tok, &tl);
+        if (r < 0)
+                return r;
+        if (tl > IVER_IMA_NAME_MAX)
+                return -EBADMSG;
+        memcpy(buf, tok, tl);
+        buf[tl] = 0;
+        IverImaTemplate t = iver_imalog_template_from_string(buf);
+        if (t < 0)
+                return -EOPNOTSUPP;
+
+        /* "<algo>:<hex>" ("ima": the SHA-1 hex alone) */
+        r = token(&p, end, &tok, &tl);
+        if (r < 0)
+                return r;
+        const char *colon = tok - 1;
+        IverHashAlgo algo = IVER_HASH_SHA1;
+        if (t != IVER_IMA_TEMPLATE_IMA) {
+                colon = memchr(tok, ':', tl);
+                if (!colon || (size_t) (colon - tok) >= sizeof(buf))
+                        return -EBADMSG;
+                memcpy(buf, tok, colon - tok);
+                buf[colon - tok] = 0;
+                algo = iver_hash_algo_from_string(buf);
+                if (algo < 0)
+                        return -EOPNOTSUPP;
+        }
+        size_t hl = tl - (colon + 1 - tok), dlen = iver_hash_algo_size(algo);
+        if (hl != 2 * dlen || hex_get(colon + 1, hl, digest) < 0)
+                return -EBADMSG;
+
+        /* The rest is the path; for ima-sig, then " " and the signature's hex
+         * (empty for no signature): the path ends at the last space. */
+        const char *path = p, *path_end = end;
+        _cleanup_free_ uint8_t *sig = NULL;
+        size_t sig_len = 0;
+        if (iver_imalog_has_extra(t)) {
+                const char *sp = memrchr(p, ' ', end - p);
+                if (!sp)
+                        return -EBADMSG;
+                path_end = sp;
+                sig_len = (end - sp - 1) / 2;
+                if (sig_len > (t == IVER_IMA_TEMPLATE_SIG ? IVER_IMA_SIG_MAX : IVER_IMA_TEMPLATE_DATA_MAX))
+                        return -EBADMSG;
+                if (sig_len > 0) {
+                        sig = malloc(sig_len);
+                        if (!sig)
+                                return -ENOMEM;
+                        if (hex_get(sp + 1, end - sp - 1, sig) < 0)
+                                return -EBADMSG;
+                }
+        }
+        if (memchr(path, 0, path_end - path))
+                return -EBADMSG;
+
+        bool violation = iver_imalog_all_zero(tdigest, sizeof(tdigest));
+        _cleanup_(iver_imalog_entry_freep) IverImaEntry *e = NULL;
+        r = iver_imalog_entry_build(t, pcr, algo, digest, dlen, path, path_end - path, sig, sig_len, IVER_IMA_NAME_RAW, violation,
+                        &e);
+        if (r == -E2BIG || (r == -EINVAL && t == IVER_IMA_TEMPLATE_IMA))
+                return -EBADMSG;
+        if (r < 0)
+                return r;
+        if (violation && !iver_imalog_all_zero(digest, dlen))
+                return -EBADMSG;
+        r = iver_imalog_check_template_digest(e, tdigest);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(e);
+        return 0;
+}
+
+IverImaFormat iver_imalog_format_detect(const uint8_t *buf, size_t size) {
+        if (size == 0 || buf[0] < 0x20)
+                return IVER_IMA_FORMAT_BINARY;
+        if (buf[0] == ' ' || (buf[0] >= '0' && buf[0] <= '9'))
+                return IVER_IMA_FORMAT_ASCII;
+        return _IVER_IMA_FORMAT_INVALID;
+}
+
