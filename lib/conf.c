@@ -3,6 +3,7 @@
  * (section, key) → parser → field table. A file is applied to a copy of the
  * configuration, which replaces the original only when the file was valid. */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -212,30 +213,6 @@ static int parse_banks(ConfParser *cp, IverConf *c, const char *v, unsigned col)
         return 0;
 }
 
-static int parse_hash(ConfParser *cp, IverConf *c, const char *v, unsigned col) {
-        IverHashAlgo a = iver_hash_algo_from_string(v);
-        if (a < 0)
-                return fail(cp, col, "unknown hash algorithm '%s', expected sha1, sha256, sha384, sha512 or sm3", v);
-        c->hash = a;
-        return 0;
-}
-
-static int parse_version_source(ConfParser *cp, IverConf *c, const char *v, unsigned col) {
-        IverVersionMode s = iver_version_mode_from_string(v);
-        if (s < 0)
-                return fail(cp, col, "invalid version source '%s', expected auto, statx or ctime", v);
-        c->version_source = s;
-        return 0;
-}
-
-static int parse_on_access(ConfParser *cp, IverConf *c, const char *v, unsigned col) {
-        IverOnAccess a = iver_on_access_from_string(v);
-        if (a < 0)
-                return fail(cp, col, "invalid on-access mode '%s', expected none, exec or open", v);
-        c->on_access = a;
-        return 0;
-}
-
 /* Seconds, or a systemd-style span: "90", "90s", "500ms", "15min", "1h 30min", "2d". */
 static int parse_span(ConfParser *cp, const char *v, unsigned col, uint64_t *ret_usec) {
         static const struct { const char *unit; uint64_t usec; } units[] = {
@@ -365,66 +342,81 @@ static int parse_appraise_keyring(ConfParser *cp, IverConf *c, const char *v, un
         return 0;
 }
 
-static const struct ConfKey {
+/* The enum-valued keys: a name → value function and the names it takes. */
+typedef struct ConfEnum {
+        int (*from_string)(const char *s);
+        const char *what, *expected;
+} ConfEnum;
+
+static int hash_from_string(const char *s) {
+        return iver_hash_algo_from_string(s);
+}
+static int version_mode_from_string(const char *s) {
+        return iver_version_mode_from_string(s);
+}
+static int on_access_from_string(const char *s) {
+        return iver_on_access_from_string(s);
+}
+
+static const ConfEnum hash_enum = { hash_from_string, "unknown hash algorithm", "sha1, sha256, sha384, sha512 or sm3" };
+static const ConfEnum version_enum = { version_mode_from_string, "invalid version source", "auto, statx or ctime" };
+static const ConfEnum on_access_enum = { on_access_from_string, "invalid on-access mode", "none, exec or open" };
+
+/* Each key: its parser (NULL for an enum key, parsed by its ConfEnum) and the
+ * IverConf field it sets (an empty value puts that field back to its
+ * default). */
+typedef struct ConfKey {
         const char *section;
         const char *key;
         ConfValueParser parse;
-} conf_keys[] = {
-        { "TPM",     "TCTI",              parse_tcti           },
-        { "TPM",     "PCR",               parse_pcr            },
-        { "TPM",     "Pcr",               parse_pcr            }, /* alias */
-        { "TPM",     "Banks",             parse_banks          },
-        { "Measure", "Hash",              parse_hash           },
-        { "Measure", "VersionSource",     parse_version_source },
-        { "Measure", "RescanIntervalSec", parse_rescan         },
-        { "Measure", "Workers",           parse_workers        },
-        { "Measure", "OnAccess",          parse_on_access      },
-        { "Measure", "OnAccessTimeoutSec", parse_on_access_timeout },
-        { "Paths",   "RuntimeDirectory",  parse_runtime_dir    },
-        { "Paths",   "StateDirectory",    parse_state_dir      },
-        { "Paths",   "Socket",            parse_socket         },
-        { "Appraise", "Keys",             parse_appraise_keys  },
-        { "Appraise", "Keyring",          parse_appraise_keyring },
+        const ConfEnum *enumeration;
+        size_t offset, size;
+} ConfKey;
+
+#define FIELD(f) offsetof(IverConf, f), sizeof(((IverConf *) 0)->f)
+
+static const ConfKey conf_keys[] = {
+        { "TPM",      "TCTI",               parse_tcti,              NULL,            FIELD(tpm_tcti) },
+        { "TPM",      "PCR",                parse_pcr,               NULL,            FIELD(pcr) },
+        { "TPM",      "Pcr",                parse_pcr,               NULL,            FIELD(pcr) }, /* alias */
+        { "TPM",      "Banks",              parse_banks,             NULL,            FIELD(banks) },
+        { "Measure",  "Hash",               NULL,                    &hash_enum,      FIELD(hash) },
+        { "Measure",  "VersionSource",      NULL,                    &version_enum,   FIELD(version_source) },
+        { "Measure",  "RescanIntervalSec",  parse_rescan,            NULL,            FIELD(rescan_interval_usec) },
+        { "Measure",  "Workers",            parse_workers,           NULL,            FIELD(workers) },
+        { "Measure",  "OnAccess",           NULL,                    &on_access_enum, FIELD(on_access) },
+        { "Measure",  "OnAccessTimeoutSec", parse_on_access_timeout, NULL,            FIELD(on_access_timeout_usec) },
+        { "Paths",    "RuntimeDirectory",   parse_runtime_dir,       NULL,            FIELD(runtime_directory) },
+        { "Paths",    "StateDirectory",     parse_state_dir,         NULL,            FIELD(state_directory) },
+        { "Paths",    "Socket",             parse_socket,            NULL,            FIELD(socket_path) },
+        { "Appraise", "Keys",               parse_appraise_keys,     NULL,            FIELD(appraise_keys) },
+        { "Appraise", "Keyring",            parse_appraise_keyring,  NULL,            FIELD(appraise_keyring) },
 };
 
 static const char *const sections[] = { "TPM", "Measure", "Paths", "Appraise" };
 
-/* An empty value puts the key back to its default, as in systemd. */
-static int reset_key(IverConf *c, const struct ConfKey *k) {
+static int parse_enum(ConfParser *cp, IverConf *c, const ConfKey *k, const char *v, unsigned col) {
+        int x = k->enumeration->from_string(v);
+        if (x < 0)
+                return fail(cp, col, "%s '%s', expected %s", k->enumeration->what, v, k->enumeration->expected);
+        assert(k->size == sizeof(x));
+        memcpy((char *) c + k->offset, &x, sizeof(x));
+        return 0;
+}
+
+/* An empty value puts the key back to its default, as in systemd: the
+ * field's bytes are swapped with a default configuration's, which then frees
+ * what the field held. */
+static int reset_key(IverConf *c, const ConfKey *k) {
         IverConf d;
         int r = iver_conf_init(&d);
         if (r < 0)
                 return r;
-#define RESET(field) do { __typeof__(c->field) t = c->field; c->field = d.field; d.field = t; } while (0)
-        if (k->parse == parse_tcti)
-                RESET(tpm_tcti);
-        else if (k->parse == parse_pcr)
-                RESET(pcr);
-        else if (k->parse == parse_banks)
-                RESET(banks);
-        else if (k->parse == parse_hash)
-                RESET(hash);
-        else if (k->parse == parse_version_source)
-                RESET(version_source);
-        else if (k->parse == parse_rescan)
-                RESET(rescan_interval_usec);
-        else if (k->parse == parse_workers)
-                RESET(workers);
-        else if (k->parse == parse_on_access)
-                RESET(on_access);
-        else if (k->parse == parse_on_access_timeout)
-                RESET(on_access_timeout_usec);
-        else if (k->parse == parse_runtime_dir)
-                RESET(runtime_directory);
-        else if (k->parse == parse_state_dir)
-                RESET(state_directory);
-        else if (k->parse == parse_socket)
-                RESET(socket_path);
-        else if (k->parse == parse_appraise_keys)
-                RESET(appraise_keys);
-        else if (k->parse == parse_appraise_keyring)
-                RESET(appraise_keyring);
-#undef RESET
+        uint8_t t[64];
+        assert(k->size <= sizeof(t));
+        memcpy(t, (char *) c + k->offset, k->size);
+        memcpy((char *) c + k->offset, (char *) &d + k->offset, k->size);
+        memcpy((char *) &d + k->offset, t, k->size);
         iver_conf_done(&d);
         return 0;
 }
@@ -466,7 +458,7 @@ static int parse_line(ConfParser *cp, IverConf *c, char *s, size_t n, const char
         if (!*section)
                 return fail(cp, (unsigned) i + 1, "key '%.64s' outside a section, expected a [Section] header first", key);
 
-        const struct ConfKey *k = NULL;
+        const ConfKey *k = NULL;
         for (size_t j = 0; j < ELEMENTSOF(conf_keys); j++)
                 if (strcmp(conf_keys[j].section, *section) == 0 && strcmp(conf_keys[j].key, key) == 0)
                         k = &conf_keys[j];
@@ -483,7 +475,7 @@ static int parse_line(ConfParser *cp, IverConf *c, char *s, size_t n, const char
                 v++;
         if (v == n)
                 return reset_key(c, k);
-        return k->parse(cp, c, s + v, (unsigned) v + 1);
+        return k->parse ? k->parse(cp, c, s + v, (unsigned) v + 1) : parse_enum(cp, c, k, s + v, (unsigned) v + 1);
 }
 
 static int conf_parse(IverConf *c, const char *name, const char *data, size_t len, IverConfError *ret_error) {
