@@ -3,6 +3,7 @@
  * directory, reference-counted by the entries named in it) and the
  * compaction of its arenas. */
 #include "cache-internal.h"
+#include "grow.h"
 
 /* The directory numbered for these bytes, made (with no reference) if new. */
 int cache_dir_get(IverCache *c, const char *dir, size_t len, uint32_t *ret) {
@@ -20,14 +21,8 @@ int cache_dir_get(IverCache *c, const char *dir, size_t len, uint32_t *ret) {
                 d = c->dir_free;
                 c->dir_free = c->dirs[d].off;
         } else {
-                if (c->n_dirs == c->n_dirs_alloc) {
-                        uint32_t na = c->n_dirs_alloc ? c->n_dirs_alloc * 2 : 64;
-                        Dir *nd = realloc(c->dirs, (size_t) na * sizeof(Dir));
-                        if (!nd)
-                                return -ENOMEM;
-                        c->dirs = nd;
-                        c->n_dirs_alloc = na;
-                }
+                if (GROW(c->dirs, c->n_dirs_alloc, (size_t) c->n_dirs + 1, 64) < 0)
+                        return -ENOMEM;
                 d = c->n_dirs++;
         }
         uint32_t off;

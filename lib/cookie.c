@@ -12,6 +12,7 @@
 #include <sys/utsname.h>
 
 #include "iver/cookie.h"
+#include "grow.h"
 #include "macro.h"
 
 #ifndef XFS_SUPER_MAGIC
@@ -321,14 +322,8 @@ IverCookieSource iver_cookie_table_source(IverCookieTable *t, uint32_t dev, int 
                 return s;
         int8_t getversion;
         s = decide(t, dirfd, path, &magic, &getversion);
-        if (t->n_fs == t->allocated) {
-                unsigned n = t->allocated ? t->allocated * 2 : 8;
-                CookieFs *fs = realloc(t->fs, n * sizeof(*fs));
-                if (!fs)
-                        return s; /* undecided next time too; safe */
-                t->fs = fs;
-                t->allocated = n;
-        }
+        if (GROW(t->fs, t->allocated, t->n_fs + 1, 8) < 0)
+                return s; /* undecided next time too; safe */
         t->fs[t->n_fs] = (CookieFs) { .dev = dev, .source = s, .magic = magic, .getversion = getversion };
         t->wants_version |= s == IVER_COOKIE_STATX_VERSION;
         t->last = t->n_fs++;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "glob.h"
+#include "grow.h"
 #include "macro.h"
 
 enum {
@@ -38,14 +39,8 @@ static int push_op(Glob *g, size_t *cap, GlobOpType type, uint32_t off, uint32_t
                 g->ops[g->n_ops - 1].len += len;
                 return 0;
         }
-        if (g->n_ops == *cap) {
-                size_t ncap = *cap ? *cap * 2 : 8;
-                GlobOp *n = realloc(g->ops, ncap * sizeof(GlobOp));
-                if (!n)
-                        return -ENOMEM;
-                g->ops = n;
-                *cap = ncap;
-        }
+        if (GROW(g->ops, *cap, g->n_ops + 1, 8) < 0)
+                return -ENOMEM;
         g->ops[g->n_ops++] = (GlobOp) { .type = type, .off = off, .len = len };
         return 0;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "iver/imalog.h"
+#include "grow.h"
 #include "fileio.h"
 #include "imalog-index.h"
 #include "macro.h"
@@ -229,14 +230,8 @@ static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool s
                 r = iver_imalog_entry_to_ascii(e[i], &line, &ln);
                 if (r < 0)
                         return r;
-                if (text_len + ln > text_cap) {
-                        size_t cap = MAX(text_cap * 2, text_len + ln);
-                        char *t = realloc(text, cap);
-                        if (!t)
-                                return -ENOMEM;
-                        text = t;
-                        text_cap = cap;
-                }
+                if (GROW(text, text_cap, text_len + ln, TEXT_CHUNK) < 0)
+                        return -ENOMEM;
                 memcpy(text + text_len, line, ln);
                 text_len += ln;
         }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "iver/imalog.h"
+#include "grow.h"
 #include "macro.h"
 
 /* ---- the in-memory list ---- */
@@ -51,14 +52,8 @@ int iver_imalog_push(IverImaLog *l, IverImaEntry *e) {
                 return -EINVAL;
         if (l->n >= UINT32_MAX - 1)
                 return -E2BIG;
-        if (l->n == l->cap) {
-                size_t cap = l->cap ? l->cap * 2 : 64;
-                IverImaEntry **n = reallocarray(l->entries, cap, sizeof(*n));
-                if (!n)
-                        return -ENOMEM;
-                l->entries = n;
-                l->cap = cap;
-        }
+        if (GROW(l->entries, l->cap, l->n + 1, 64) < 0)
+                return -ENOMEM;
         l->entries[l->n++] = e;
         return 0;
 }

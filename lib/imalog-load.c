@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "iver/imalog.h"
+#include "grow.h"
 #include "fileio.h"
 #include "macro.h"
 
@@ -57,14 +58,8 @@ static int encode(const IverImaEntry *e, IverImaFormat format, char **buf, size_
                 if (r < 0)
                         return r;
         }
-        if (*len + n > *cap) {
-                size_t c = MAX(*cap * 2, *len + n);
-                char *b = realloc(*buf, c);
-                if (!b)
-                        return -ENOMEM;
-                *buf = b;
-                *cap = c;
-        }
+        if (GROW(*buf, *cap, *len + n, 4096) < 0)
+                return -ENOMEM;
         if (line)
                 memcpy(*buf + *len, line, n);
         else if ((r = iver_imalog_entry_to_binary(e, (uint8_t *) *buf + *len, n)) < 0)

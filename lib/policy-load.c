@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "fileio.h"
+#include "grow.h"
 #include "macro.h"
 #include "policy-internal.h"
 
@@ -169,14 +170,8 @@ IverPolicy *iver_policy_free(IverPolicy *p) {
 
 int policy_builder_add_file(PolicyBuilder *b, const char *name, size_t *ret_idx) {
         IverPolicy *p = b->policy;
-        if (p->n_files == b->cap_files) {
-                size_t ncap = b->cap_files ? b->cap_files * 2 : 4;
-                char **n = realloc(p->files, ncap * sizeof(char *));
-                if (!n)
-                        return -ENOMEM;
-                p->files = n;
-                b->cap_files = ncap;
-        }
+        if (GROW(p->files, b->cap_files, p->n_files + 1, 4) < 0)
+                return -ENOMEM;
         p->files[p->n_files] = strdup(name);
         if (!p->files[p->n_files])
                 return -ENOMEM;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "macro.h"
+#include "grow.h"
 #include "policy-internal.h"
 
 #define NONE UINT32_MAX
@@ -53,20 +54,6 @@ static uint32_t child_find(const Trie *t, uint32_t node, const uint8_t *name, si
         return found ? t->nodes[node].children[i] : NONE;
 }
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t size) {
-        if (need <= *cap)
-                return 0;
-        uint32_t ncap = *cap ? *cap * 2 : 4;
-        while (ncap < need)
-                ncap *= 2;
-        void *n = realloc(*p, (size_t) ncap * size);
-        if (!n)
-                return -ENOMEM;
-        *p = n;
-        *cap = ncap;
-        return 0;
-}
-
 static int child_get(Trie *t, uint32_t node, const uint8_t *name, size_t len, uint32_t *ret) {
         bool found;
         uint32_t pos = child_search(t, &t->nodes[node], name, len, &found);
@@ -74,10 +61,10 @@ static int child_get(Trie *t, uint32_t node, const uint8_t *name, size_t len, ui
                 *ret = t->nodes[node].children[pos];
                 return 0;
         }
-        if (grow((void **) &t->nodes, &t->cap_nodes, t->n_nodes + 1, sizeof(TrieNode)) < 0)
+        if (GROW(t->nodes, t->cap_nodes, t->n_nodes + 1, 4) < 0)
                 return -ENOMEM;
         TrieNode *n = &t->nodes[node];
-        if (grow((void **) &n->children, &n->cap_children, n->n_children + 1, sizeof(uint32_t)) < 0)
+        if (GROW(n->children, n->cap_children, n->n_children + 1, 4) < 0)
                 return -ENOMEM;
         uint32_t idx = t->n_nodes++;
         t->nodes[idx] = (TrieNode) {
@@ -108,7 +95,7 @@ static int rule_attach(Trie *t, const IverRule *r, uint32_t idx) {
                 }
         }
         TrieNode *nd = &t->nodes[node];
-        if (grow((void **) &nd->rules, &nd->cap_rules, nd->n_rules + 1, sizeof(uint32_t)) < 0)
+        if (GROW(nd->rules, nd->cap_rules, nd->n_rules + 1, 4) < 0)
                 return -ENOMEM;
         nd->rules[nd->n_rules++] = idx;
         if (iver_policy_action_is_positive(r->action) && idx < nd->min_pos_tree)
@@ -134,7 +121,7 @@ int policy_index_build(IverPolicy *p) {
         policy_index_free(p);
         for (size_t c = 0; c < _IVER_CLASS_MAX; c++) {
                 Trie *t = &p->tries[c];
-                if (grow((void **) &t->nodes, &t->cap_nodes, 1, sizeof(TrieNode)) < 0)
+                if (GROW(t->nodes, t->cap_nodes, 1, 4) < 0)
                         return -ENOMEM;
                 t->nodes[0] = (TrieNode) { .parent = NONE, .min_pos_tree = NONE, .min_pos_kids = NONE };
                 t->n_nodes = 1;

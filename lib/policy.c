@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "grow.h"
 #include "policy-internal.h"
 
 typedef struct Parser {
@@ -427,14 +428,8 @@ static bool is_option(RuleCond c) {
 
 static int rule_push(PolicyBuilder *b, IverRule *r) {
         IverPolicy *p = b->policy;
-        if (p->n_rules == b->cap_rules) {
-                size_t ncap = b->cap_rules ? b->cap_rules * 2 : 16;
-                IverRule *n = realloc(p->rules, ncap * sizeof(IverRule));
-                if (!n)
-                        return -ENOMEM;
-                p->rules = n;
-                b->cap_rules = ncap;
-        }
+        if (GROW(p->rules, b->cap_rules, p->n_rules + 1, 16) < 0)
+                return -ENOMEM;
         p->rules[p->n_rules++] = *r;
         *r = (IverRule) {};
         return 0;

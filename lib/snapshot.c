@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "iver/snapshot.h"
+#include "grow.h"
 #include "fileio.h"
 #include "macro.h"
 
@@ -136,17 +137,9 @@ static void flush(Buf *b) {
 static void put(Buf *b, const void *data, size_t n) {
         if (b->error)
                 return;
-        if (b->len + n > b->cap) {
-                size_t cap = b->cap ? b->cap * 2 : 65536;
-                while (cap < b->len + n)
-                        cap *= 2;
-                uint8_t *p = realloc(b->p, cap);
-                if (!p) {
-                        b->error = -ENOMEM;
-                        return;
-                }
-                b->p = p;
-                b->cap = cap;
+        if (GROW(b->p, b->cap, b->len + n, 65536) < 0) {
+                b->error = -ENOMEM;
+                return;
         }
         memcpy(b->p + b->len, data, n);
         b->len += n;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "client.h"
 #include "iver/imalog.h"
 #include "macro.h"
@@ -156,15 +157,10 @@ int call_fd(json_object *req, double timeout_sec, json_object **ret, int *ret_fd
                         close(fd);
                         return IVERCTL_EXIT_DAEMON;
                 }
-                if (n + 4096 > cap) {
-                        char *bigger = realloc(buf, cap * 2);
-                        if (!bigger) {
-                                free(buf);
-                                close(fd);
-                                return oom();
-                        }
-                        buf = bigger;
-                        cap *= 2;
+                if (GROW(buf, cap, n + 4096, 65536) < 0) {
+                        free(buf);
+                        close(fd);
+                        return oom();
                 }
                 ssize_t k = pr < 0 ? -1 : recv_fd(fd, buf + n, cap - n - 1, &passed);
                 if (k < 0 && errno == EINTR)

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "grow.h"
+#include "fileio.h"
 #include "kernel-ima.h"
 #include "macro.h"
 
@@ -22,23 +24,15 @@ static int read_from(int fd, uint64_t offset, uint8_t **ret, size_t *ret_size) {
         size_t size = 0, alloc = 0;
 
         for (;;) {
-                if (alloc - size < 65536) {
-                        size_t na = alloc ? alloc * 2 : 131072;
-                        uint8_t *nb = realloc(buf, na);
-                        if (!nb)
-                                return -ENOMEM;
-                        buf = nb;
-                        alloc = na;
-                }
-                ssize_t n = pread(fd, buf + size, alloc - size, (off_t) (offset + size));
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (n == 0)
-                        break;
-                size += (size_t) n;
+                if (GROW(buf, alloc, size + 65536, 131072) < 0)
+                        return -ENOMEM;
+                size_t want = alloc - size, n;
+                int r = iver_pread_full(fd, buf + size, want, offset + size, &n);
+                if (r < 0)
+                        return r;
+                size += n;
+                if (n < want)
+                        break; /* EOF */
         }
         *ret = TAKE_PTR(buf);
         *ret_size = size;

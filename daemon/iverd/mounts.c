@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "fstrack.h"
 #include "log.h"
 #include "macro.h"
@@ -43,30 +44,18 @@ static void unescape(char *s) {
         *o = 0;
 }
 
+/* /proc/self/mountinfo is ~150 bytes a mount: room for 400,000 */
+#define MOUNTINFO_MAX (64U * 1024U * 1024U)
+
 /* Read the table: "ID MOUNTPOINT" per mount, sorted. */
 static int read_table(int fd, char ***ret, size_t *ret_n) {
-        size_t cap = 64 * 1024, len = 0;
-        _cleanup_free_ char *buf = malloc(cap);
-        if (!buf)
-                return -ENOMEM;
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
         if (lseek(fd, 0, SEEK_SET) < 0)
                 return -errno;
-        for (;;) {
-                if (len + 1 >= cap) {
-                        char *nb = realloc(buf, cap * 2);
-                        if (!nb)
-                                return -ENOMEM;
-                        buf = nb;
-                        cap *= 2;
-                }
-                ssize_t k = read(fd, buf + len, cap - len - 1);
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-        }
-        buf[len] = 0;
+        int r = iver_read_fd_max(fd, MOUNTINFO_MAX, &buf, &len);
+        if (r < 0)
+                return r;
         char **l = NULL;
         size_t n = 0;
         for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {

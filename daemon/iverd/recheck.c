@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "grow.h"
 #include "recheck.h"
 #include "thread.h"
 
@@ -128,14 +129,8 @@ static bool add(Recheck *r, const char *path, uint64_t delay, unsigned max_tries
                 }
                 return false; /* keeps its backoff */
         }
-        if (r->n == r->cap) {
-                size_t cap = r->cap ? r->cap * 2 : 16;
-                Item *it = realloc(r->items, cap * sizeof(Item));
-                if (!it)
-                        return true;
-                r->items = it;
-                r->cap = cap;
-        }
+        if (GROW(r->items, r->cap, r->n + 1, 16) < 0)
+                return true;
         char *p = strdup(path);
         if (!p)
                 return true;

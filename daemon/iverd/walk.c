@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 
+#include "grow.h"
 #include "log.h"
 #include "macro.h"
 #include "path.h"
@@ -154,16 +155,8 @@ static int batch_add(Walk *w, const char *name) {
         }
         StatBatch *b = w->batch->stat;
         size_t len = strlen(name) + 1;
-        if (b->names_len + len > b->names_cap) {
-                size_t cap = b->names_cap ? b->names_cap * 2 : 1024;
-                while (cap < b->names_len + len)
-                        cap *= 2;
-                char *p = realloc(b->names, cap);
-                if (!p)
-                        return -ENOMEM;
-                b->names = p;
-                b->names_cap = cap;
-        }
+        if (GROW(b->names, b->names_cap, b->names_len + len, 1024) < 0)
+                return -ENOMEM;
         memcpy(b->names + b->names_len, name, len);
         b->name_off[b->n++] = (uint32_t) b->names_len;
         b->names_len += len;
