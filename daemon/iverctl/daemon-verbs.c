@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "iver/tpm.h"
 #include "client.h"
 #include "fileio.h"
 #include "iver/imalog.h"
@@ -460,7 +461,10 @@ int verb_quote(int argc, char *argv[]) {
                 return ret;
         static const struct {
                 const char *key, *file;
-        } parts[] = { { "msg", "quote.msg" }, { "sig", "quote.sig" }, { "pcrs", "pcrs.out" }, { NULL, "measurements.bin" } };
+        } parts[] = { { "msg", IVER_QUOTE_MSG_FILE },
+                      { "sig", IVER_QUOTE_SIG_FILE },
+                      { "pcrs", IVER_QUOTE_PCRS_FILE },
+                      { NULL, IVER_QUOTE_LIST_FILE } };
         for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
                 uint8_t *buf;
                 size_t len;
@@ -492,13 +496,14 @@ int verb_quote(int argc, char *argv[]) {
         json_object_object_get_ex(r, "ak_pem", &ak);
         json_object_object_get_ex(r, "selection", &sel);
         json_object_object_get_ex(r, "pcr", &pcr);
-        if (write_file(out, "ak.pub.pem", json_object_get_string(ak), (size_t) json_object_get_string_len(ak)) < 0 ||
-            write_file(out, "nonce", nonce, strlen(nonce)) < 0) {
+        if (write_file(out, IVER_QUOTE_AK_FILE, json_object_get_string(ak), (size_t) json_object_get_string_len(ak)) < 0 ||
+            write_file(out, IVER_QUOTE_NONCE_FILE, nonce, strlen(nonce)) < 0) {
                 json_object_put(r);
                 return IVERCTL_EXIT_FAILURE;
         }
         printf("Quote written to %s (PCR %d, selection %s).\n"
-               "Verify: tpm2_checkquote -u %s/ak.pub.pem -m %s/quote.msg -s %s/quote.sig -f %s/pcrs.out -l %s -g sha256 -q %s\n",
+               "Verify: tpm2_checkquote -u %s/" IVER_QUOTE_AK_FILE " -m %s/" IVER_QUOTE_MSG_FILE " -s %s/" IVER_QUOTE_SIG_FILE
+               " -f %s/" IVER_QUOTE_PCRS_FILE " -l %s -g sha256 -q %s\n",
                out, json_object_get_int(pcr), json_object_get_string(sel), out, out, out, out,
                json_object_get_string(sel), nonce);
         json_object_put(r);

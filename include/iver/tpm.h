@@ -93,11 +93,14 @@ static inline void iver_tpm_quote_freep(IverTpmQuote **q) {
 /* Write quote.msg, quote.sig, pcrs.out and ak.pub.pem into dir (existing). */
 int iver_tpm_quote_write(const IverTpmQuote *q, const char *dir);
 
+/* The bundle's file names, as iverctl quote writes them and
+ * iver_quote_verify_dir reads them (one place for both). */
 #define IVER_QUOTE_MSG_FILE "quote.msg"
 #define IVER_QUOTE_SIG_FILE "quote.sig"
 #define IVER_QUOTE_PCRS_FILE "pcrs.out"
 #define IVER_QUOTE_AK_FILE "ak.pub.pem"
 #define IVER_QUOTE_LIST_FILE "measurements.bin"
+#define IVER_QUOTE_NONCE_FILE "nonce"
 
 /* The TSS return code of the last failure (0 if none) and its decoded text. */
 uint32_t iver_tpm_last_rc(const IverTpm *t);
