@@ -194,6 +194,109 @@ static json_object *cookie_json(const IverCookie *c) {
         return o;
 }
 
+/* explain: the decision for the file as the checker makes it. */
+static json_object *explain_policy(Manager *m, const IverDecision *dec) {
+        json_object *pol = json_object_new_object();
+        if (dec->pseudo) {
+                ADD(pol, "refused", json_object_new_string("pseudo filesystem: never hashed"));
+                return pol;
+        }
+        ADD(pol, "action", json_object_new_string(iver_policy_action_to_string(dec->d.action)));
+        ADD(pol, "matched", json_object_new_boolean(dec->d.matched));
+        if (dec->d.matched) {
+                char where[4200];
+                snprintf(where, sizeof(where), "%s:%u", dec->d.file, dec->d.line);
+                ADD(pol, "rule", json_object_new_string(where));
+                char *text = NULL;
+                if (iver_policy_rule_format(m->gen->policy, dec->d.rule, &text) >= 0)
+                        ADD(pol, "text", json_object_new_string(text));
+                free(text);
+        }
+        ADD(pol, "appraise", json_object_new_boolean(dec->appraise));
+        ADD(pol, "hash", json_object_new_string(iver_hash_algo_to_string(dec->algo) ?: "?"));
+        return pol;
+}
+
+/* explain: the file as it is now (identity, a held digest, cookie, policy). */
+static void explain_now(Manager *m, json_object *o, const IverStat *st, IverCookieSource src, const IverDecision *dec) {
+        json_object *id = json_object_new_object();
+        char d[32];
+        snprintf(d, sizeof(d), "%u:%u", st->dev >> 20, st->dev & 0xfffff);
+        ADD(id, "dev", json_object_new_string(d));
+        ADD(id, "ino", U64(st->ino));
+        ADD(id, "generation", U64(st->gen));
+        ADD(o, "identity", id);
+        IverIdentity ident = iver_stat_identity(st);
+        json_object *held = rest_explain(m->rest, &ident);
+        if (held)
+                ADD(o, "pending", held); /* measured, listed when its name comes to rest */
+        ADD(o, "regular", json_object_new_boolean(S_ISREG(st->mode)));
+        IverCookie now = iver_cookie_from_stat(src, st);
+        ADD(o, "cookie_now", cookie_json(&now));
+        ADD(o, "policy", explain_policy(m, dec));
+}
+
+static json_object *explain_flags(uint32_t bits) {
+        static const struct { uint32_t bit; const char *name, *why; } fl[] = {
+                { IVER_ENTRY_PROVISIONAL, "provisional", "hashed while a writer held it open (no read lease): re-checked when it closes" },
+                { IVER_ENTRY_RACY, "racy", "coarse ctime within one tick of the measurement: not trusted" },
+                { IVER_ENTRY_UNSTABLE, "unstable", "kept changing while hashed: no digest recorded" },
+                { IVER_ENTRY_STALE, "stale", "a writer closed it since: the next check re-hashes" },
+                { IVER_ENTRY_VIOLATION, "violation", "a violation was recorded" },
+                { IVER_ENTRY_WRITTEN, "written", "a write was seen (or could not be ruled out) since: a cookie move re-hashes" },
+        };
+        json_object *flags = json_object_new_array();
+        for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++)
+                if (bits & fl[i].bit) {
+                        json_object *f = json_object_new_object();
+                        ADD(f, "flag", json_object_new_string(fl[i].name));
+                        ADD(f, "why", json_object_new_string(fl[i].why));
+                        json_object_array_add(flags, f);
+                }
+        return flags;
+}
+
+/* explain: what iverd and each heuristic would do at the next check, by the
+ * library's own hit rule (lease probe and attestation included). */
+static json_object *explain_next_check(Manager *m, const char *path, const IverStat *st, IverCookieSource src,
+                                       const IverDecision *dec, const IverEntry *e) {
+        IverCheckReason why;
+        uint32_t cmp;
+        bool same_id;
+        bool rehash = iver_check_rule(m->ctx, AT_FDCWD, path, st, src, dec->algo, dec->flags, &why, &cmp, &same_id);
+        json_object *w = json_object_new_object();
+        ADD(w, "iverd", json_object_new_string(rehash ? "re-hash" : why == IVER_REASON_METADATA_ONLY ? "metadata-only" : "hit"));
+        ADD(w, "reason", json_object_new_string(iver_check_reason_to_string(why)));
+        ADD(w, "atime_heuristic", json_object_new_string(iver_shadow_atime(st) != e->shadow_atime ? "re-hash" : "skip"));
+        ADD(w, "mtime_heuristic", json_object_new_string(iver_shadow_mtime(st) != e->shadow_mtime ? "re-hash" : "skip"));
+        ADD(w, "same_identity", json_object_new_boolean(same_id));
+        return w;
+}
+
+/* explain: the cache's record of path (st: NULL when it cannot be stat'ed). */
+static void explain_record(Manager *m, json_object *o, const char *path, const IverStat *st, IverCookieSource src,
+                           const IverDecision *dec) {
+        IverCache *cache = iver_context_cache(m->ctx);
+        uint32_t idx = iver_cache_find_path(cache, path, strlen(path));
+        if (idx == IVER_CACHE_NONE)
+                return;
+        IverEntry e;
+        char hex[2 * IVER_DIGEST_MAX + 1], dg[2 * IVER_DIGEST_MAX + 16];
+        iver_cache_get(cache, idx, &e);
+        json_object *last = json_object_new_object();
+        IverCookie old = iver_cache_cookie(cache, idx);
+        ADD(last, "cookie", cookie_json(&old));
+        if (e.flags & IVER_ENTRY_MEASURED) {
+                snprintf(dg, sizeof(dg), "%s:%s", iver_hash_algo_to_string(e.digest.algo), iver_digest_to_hex(&e.digest, hex));
+                ADD(last, "digest", json_object_new_string(dg));
+        }
+        ADD(last, "flags", explain_flags(e.flags));
+        ADD(o, "last_measurement", last);
+        if (st)
+                ADD(o, "next_check", explain_next_check(m, path, st, src, dec, &e));
+        ADD(o, "attestation", fstrack_explain(m->fstrack, st, e.id.dev, e.id.ino));
+}
+
 /* Everything about one file: the deciding rule, identity, cookies now and at
  * the last measurement, what each heuristic would do now, list entries. */
 static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
@@ -212,93 +315,11 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
         IverCookieSource src = r >= 0 ? iver_check_cookie_source(m->ctx, AT_FDCWD, path, &st) : _IVER_COOKIE_INVALID;
         /* the checker's own decision, shown as it is made */
         IverDecision dec = { .algo = m->gen->hash };
-        if (r >= 0)
-                (void) checker_decide(m, m->gen, path, &st, IVER_UID_UNKNOWN, &dec);
         if (r >= 0) {
-                json_object *id = json_object_new_object();
-                char d[32];
-                snprintf(d, sizeof(d), "%u:%u", st.dev >> 20, st.dev & 0xfffff);
-                ADD(id, "dev", json_object_new_string(d));
-                ADD(id, "ino", U64(st.ino));
-                ADD(id, "generation", U64(st.gen));
-                ADD(o, "identity", id);
-                IverIdentity ident = iver_stat_identity(&st);
-                json_object *held = rest_explain(m->rest, &ident);
-                if (held)
-                        ADD(o, "pending", held); /* measured, listed when its name comes to rest */
-                ADD(o, "regular", json_object_new_boolean(S_ISREG(st.mode)));
-                IverCookie now = iver_cookie_from_stat(src, &st);
-                ADD(o, "cookie_now", cookie_json(&now));
-                json_object *pol = json_object_new_object();
-                if (dec.pseudo)
-                        ADD(pol, "refused", json_object_new_string("pseudo filesystem: never hashed"));
-                else {
-                        ADD(pol, "action", json_object_new_string(iver_policy_action_to_string(dec.d.action)));
-                        ADD(pol, "matched", json_object_new_boolean(dec.d.matched));
-                        if (dec.d.matched) {
-                                char where[4200];
-                                snprintf(where, sizeof(where), "%s:%u", dec.d.file, dec.d.line);
-                                ADD(pol, "rule", json_object_new_string(where));
-                                char *text = NULL;
-                                if (iver_policy_rule_format(m->gen->policy, dec.d.rule, &text) >= 0)
-                                        ADD(pol, "text", json_object_new_string(text));
-                                free(text);
-                        }
-                        ADD(pol, "appraise", json_object_new_boolean(dec.appraise));
-                        ADD(pol, "hash", json_object_new_string(iver_hash_algo_to_string(dec.algo) ?: "?"));
-                }
-                ADD(o, "policy", pol);
+                (void) checker_decide(m, m->gen, path, &st, IVER_UID_UNKNOWN, &dec);
+                explain_now(m, o, &st, src, &dec);
         }
-
-        IverCache *cache = iver_context_cache(m->ctx);
-        uint32_t idx = iver_cache_find_path(cache, path, strlen(path));
-        if (idx != IVER_CACHE_NONE) {
-                IverEntry e;
-                char hex[2 * IVER_DIGEST_MAX + 1], dg[2 * IVER_DIGEST_MAX + 16];
-                iver_cache_get(cache, idx, &e);
-                json_object *last = json_object_new_object();
-                IverCookie old = iver_cache_cookie(cache, idx);
-                ADD(last, "cookie", cookie_json(&old));
-                if (e.flags & IVER_ENTRY_MEASURED) {
-                        snprintf(dg, sizeof(dg), "%s:%s", iver_hash_algo_to_string(e.digest.algo),
-                                 iver_digest_to_hex(&e.digest, hex));
-                        ADD(last, "digest", json_object_new_string(dg));
-                }
-                json_object *flags = json_object_new_array();
-                static const struct { uint32_t bit; const char *name, *why; } fl[] = {
-                        { IVER_ENTRY_PROVISIONAL, "provisional", "hashed while a writer held it open (no read lease): re-checked when it closes" },
-                        { IVER_ENTRY_RACY, "racy", "coarse ctime within one tick of the measurement: not trusted" },
-                        { IVER_ENTRY_UNSTABLE, "unstable", "kept changing while hashed: no digest recorded" },
-                        { IVER_ENTRY_STALE, "stale", "a writer closed it since: the next check re-hashes" },
-                        { IVER_ENTRY_VIOLATION, "violation", "a violation was recorded" },
-                        { IVER_ENTRY_WRITTEN, "written", "a write was seen (or could not be ruled out) since: a cookie move re-hashes" },
-                };
-                for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++)
-                        if (e.flags & fl[i].bit) {
-                                json_object *f = json_object_new_object();
-                                ADD(f, "flag", json_object_new_string(fl[i].name));
-                                ADD(f, "why", json_object_new_string(fl[i].why));
-                                json_object_array_add(flags, f);
-                        }
-                ADD(last, "flags", flags);
-                ADD(o, "last_measurement", last);
-                if (r >= 0) {
-                        /* the library's own hit rule (lease probe and attestation included) */
-                        IverCheckReason why;
-                        uint32_t cmp;
-                        bool same_id;
-                        bool rehash = iver_check_rule(m->ctx, AT_FDCWD, path, &st, src, dec.algo, dec.flags, &why, &cmp,
-                                                      &same_id);
-                        json_object *w = json_object_new_object();
-                        ADD(w, "iverd", json_object_new_string(rehash ? "re-hash" : why == IVER_REASON_METADATA_ONLY ? "metadata-only" : "hit"));
-                        ADD(w, "reason", json_object_new_string(iver_check_reason_to_string(why)));
-                        ADD(w, "atime_heuristic", json_object_new_string(iver_shadow_atime(&st) != e.shadow_atime ? "re-hash" : "skip"));
-                        ADD(w, "mtime_heuristic", json_object_new_string(iver_shadow_mtime(&st) != e.shadow_mtime ? "re-hash" : "skip"));
-                        ADD(w, "same_identity", json_object_new_boolean(same_id));
-                        ADD(o, "next_check", w);
-                }
-                ADD(o, "attestation", fstrack_explain(m->fstrack, r >= 0 ? &st : NULL, e.id.dev, e.id.ino));
-        }
+        explain_record(m, o, path, r >= 0 ? &st : NULL, src, &dec);
         json_object *entries = json_object_new_array();
         evidence_entries_for(m->evidence, path, entries);
         ADD(o, "list_entries", entries);

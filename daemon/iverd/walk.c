@@ -180,9 +180,81 @@ void walk_stat_done(Walk *w, StatBatch *b) {
         }
 }
 
+/* Open the next directory to walk as w->cur: 1 opened, 0 none left (or this
+ * one cannot be walked: the caller asks again), -ENOMEM. */
+static int open_next(Walk *w) {
+        Dir *d = w->todo;
+        if (!d)
+                return 0;
+        w->todo = d->next;
+        w->dirs_todo--;
+        w->dirs_done++;
+        free(w->cur_path);
+        w->cur_path = strdup(d->path);
+        free(d);
+        if (!w->cur_path)
+                return log_error_errno(-ENOMEM, "Out of memory while walking");
+        /* no symlink on the way, and no PATH_MAX limit (pathfd.c) */
+        int fd = path_open_dir(w->cur_path, O_RDONLY | O_NOATIME);
+        if (fd < 0) {
+                /* vanished, or a symlink now (measured as one where it is listed) */
+                if (fd != -ENOENT && fd != -ENOTDIR && fd != -ELOOP)
+                        report_unmeasurable(w->reports, w->cur_path, fd);
+                return 1;
+        }
+        struct statfs sfs;
+        const char *fs;
+        if (fstatfs(fd, &sfs) == 0 && iver_fs_is_pseudo((uint64_t) sfs.f_type, &fs)) {
+                /* never descend into proc, sysfs… (lib/pseudofs.h) */
+                log_debug("Not walking %s: a pseudo filesystem (%s) is never measured", w->cur_path, fs);
+                close(fd);
+                return 1;
+        }
+        w->cur = fdopendir(fd);
+        if (!w->cur) {
+                close(fd);
+                return 1;
+        }
+        report_dir_entered(w->reports, fd, w->cur_path);
+        return 1;
+}
+
+/* One entry of the directory being read: a directory to walk, a file for
+ * the statx batch; symlinks are measured by their target string, never
+ * followed; FIFOs, sockets, devices: never measured. */
+static int entry(Walk *w, const struct dirent *de) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                return 0;
+        unsigned char type = de->d_type;
+        if (type == DT_UNKNOWN) {
+                struct stat st;
+                if (fstatat(dirfd(w->cur), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG
+                               : S_ISLNK(st.st_mode) ? DT_LNK : DT_FIFO;
+        }
+        if (type == DT_DIR) {
+                _cleanup_free_ char *p = path_join(w->cur_path, de->d_name);
+                if (!p)
+                        return log_error_errno(-ENOMEM, "Out of memory while walking");
+                if (report_dir_wanted(w->reports, p))
+                        (void) push(w, p);
+        } else if (type == DT_REG || type == DT_LNK || type == DT_UNKNOWN) {
+                w->files++;
+                /* the statx on a worker, the rest when it is back */
+                if (batch_add(w, de->d_name) < 0) {
+                        _cleanup_free_ char *p = path_join(w->cur_path, de->d_name);
+                        if (!p)
+                                return log_error_errno(-ENOMEM, "Out of memory while walking");
+                        report_check(w->reports, p);
+                }
+        }
+        return 0;
+}
+
 static int walk_step(sd_event_source *s, void *userdata) {
         Walk *w = userdata;
         unsigned n = 0;
+        int r;
 
         while (n < STEP_ENTRIES) {
                 if (!may_go_on(w)) {
@@ -194,39 +266,13 @@ static int walk_step(sd_event_source *s, void *userdata) {
                         break;
                 }
                 if (!w->cur) {
-                        Dir *d = w->todo;
-                        if (!d)
+                        r = open_next(w);
+                        if (r <= 0) {
+                                if (r < 0)
+                                        return r;
                                 break;
-                        w->todo = d->next;
-                        w->dirs_todo--;
-                        w->dirs_done++;
-                        free(w->cur_path);
-                        w->cur_path = strdup(d->path);
-                        free(d);
-                        if (!w->cur_path)
-                                return log_error_errno(-ENOMEM, "Out of memory while walking");
-                        /* no symlink on the way, and no PATH_MAX limit (pathfd.c) */
-                        int fd = path_open_dir(w->cur_path, O_RDONLY | O_NOATIME);
-                        if (fd < 0) {
-                                /* vanished, or a symlink now (measured as one where it is listed) */
-                                if (fd != -ENOENT && fd != -ENOTDIR && fd != -ELOOP)
-                                        report_unmeasurable(w->reports, w->cur_path, fd);
-                                continue;
                         }
-                        struct statfs sfs;
-                        const char *fs;
-                        if (fstatfs(fd, &sfs) == 0 && iver_fs_is_pseudo((uint64_t) sfs.f_type, &fs)) {
-                                /* never descend into proc, sysfs… (lib/pseudofs.h) */
-                                log_debug("Not walking %s: a pseudo filesystem (%s) is never measured", w->cur_path, fs);
-                                close(fd);
-                                continue;
-                        }
-                        w->cur = fdopendir(fd);
-                        if (!w->cur) {
-                                close(fd);
-                                continue;
-                        }
-                        report_dir_entered(w->reports, fd, w->cur_path);
+                        continue;
                 }
                 errno = 0;
                 struct dirent *de = readdir(w->cur);
@@ -237,33 +283,9 @@ static int walk_step(sd_event_source *s, void *userdata) {
                         continue;
                 }
                 n++;
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                unsigned char type = de->d_type;
-                if (type == DT_UNKNOWN) {
-                        struct stat st;
-                        if (fstatat(dirfd(w->cur), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-                                type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG
-                                       : S_ISLNK(st.st_mode) ? DT_LNK : DT_FIFO;
-                }
-                if (type == DT_DIR) {
-                        _cleanup_free_ char *p = path_join(w->cur_path, de->d_name);
-                        if (!p)
-                                return log_error_errno(-ENOMEM, "Out of memory while walking");
-                        if (report_dir_wanted(w->reports, p))
-                                (void) push(w, p);
-                } else if (type == DT_REG || type == DT_LNK || type == DT_UNKNOWN) {
-                        w->files++;
-                        /* the statx on a worker, the rest when it is back */
-                        if (batch_add(w, de->d_name) < 0) {
-                                _cleanup_free_ char *p = path_join(w->cur_path, de->d_name);
-                                if (!p)
-                                        return log_error_errno(-ENOMEM, "Out of memory while walking");
-                                report_check(w->reports, p);
-                        }
-                }
-                /* symlinks are measured by their target string, never followed;
-                 * FIFOs, sockets, devices: never measured */
+                r = entry(w, de);
+                if (r < 0)
+                        return r;
         }
         batch_submit(w); /* not left waiting while the loop does other things */
         if (!walk_busy(w)) {
