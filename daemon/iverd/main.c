@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* iverd: command line, then the manager's loop. */
+#include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -30,7 +31,20 @@ static void help(void) {
                IVER_CONF_FILE);
 }
 
-int main(int argc, char *argv[]) {
+/* A numeric option in [min, max]: 0, or -EINVAL with the message printed. */
+static int parse_number(const char *opt, const char *arg, long min, long max, const char *expected, int *ret) {
+        char *end;
+        long v = strtol(arg, &end, 10);
+        if (*arg == 0 || *end || v < min || v > max) {
+                fprintf(stderr, "iverd: --%s: expected %s, got '%s'\n", opt, expected, arg);
+                return -EINVAL;
+        }
+        *ret = (int) v;
+        return 0;
+}
+
+/* The command line into o: 1 go on, 0 done (--help), -EINVAL a usage error (printed). */
+static int parse_argv(int argc, char *argv[], Overrides *o) {
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
                 { "policy", required_argument, NULL, 'p' },
@@ -46,62 +60,57 @@ int main(int argc, char *argv[]) {
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        Overrides o = { .pcr = -2, .version_source = -1, .on_access = -1 };
         int c;
 
         while ((c = getopt_long(argc, argv, "vh", options, NULL)) >= 0) {
-                char *end;
-                long v;
                 switch (c) {
-                case 'c': o.config = optarg; break;
-                case 'p': o.policy = optarg; break;
-                case 's': o.socket = optarg; break;
-                case 'R': o.runtime_dir = optarg; break;
-                case 'S': o.state_dir = optarg; break;
-                case 't': o.tpm = optarg; break;
+                case 'c': o->config = optarg; break;
+                case 'p': o->policy = optarg; break;
+                case 's': o->socket = optarg; break;
+                case 'R': o->runtime_dir = optarg; break;
+                case 'S': o->state_dir = optarg; break;
+                case 't': o->tpm = optarg; break;
                 case 'P':
-                        if (strcmp(optarg, "auto") == 0) {
-                                o.pcr = IVER_CONF_PCR_AUTO;
-                                break;
-                        }
-                        v = strtol(optarg, &end, 10);
-                        if (*optarg == 0 || *end || v < 0 || v > 23) {
-                                fprintf(stderr, "iverd: --pcr: expected 0..23 or auto, got '%s'\n", optarg);
-                                return IVERD_EXIT_USAGE;
-                        }
-                        o.pcr = (int) v;
+                        if (strcmp(optarg, "auto") == 0)
+                                o->pcr = IVER_CONF_PCR_AUTO;
+                        else if (parse_number("pcr", optarg, 0, 23, "0..23 or auto", &o->pcr) < 0)
+                                return -EINVAL;
                         break;
                 case 'V':
-                        o.version_source = iver_version_mode_from_string(optarg);
-                        if (o.version_source < 0) {
+                        o->version_source = iver_version_mode_from_string(optarg);
+                        if (o->version_source < 0) {
                                 fprintf(stderr, "iverd: --version-source: expected auto, statx or ctime, got '%s'\n", optarg);
-                                return IVERD_EXIT_USAGE;
+                                return -EINVAL;
                         }
                         break;
                 case 'w':
-                        v = strtol(optarg, &end, 10);
-                        if (*optarg == 0 || *end || v < 1 || v > 256) {
-                                fprintf(stderr, "iverd: --workers: expected 1..256, got '%s'\n", optarg);
-                                return IVERD_EXIT_USAGE;
-                        }
-                        o.workers = (int) v;
+                        if (parse_number("workers", optarg, 1, 256, "1..256", &o->workers) < 0)
+                                return -EINVAL;
                         break;
                 case 'A':
-                        o.on_access = iver_on_access_from_string(optarg);
-                        if (o.on_access < 0) {
+                        o->on_access = iver_on_access_from_string(optarg);
+                        if (o->on_access < 0) {
                                 fprintf(stderr, "iverd: --on-access: expected none, exec or open, got '%s'\n", optarg);
-                                return IVERD_EXIT_USAGE;
+                                return -EINVAL;
                         }
                         break;
-                case 'v': o.verbose = true; break;
-                case 'h': help(); return IVERD_EXIT_OK;
-                default: return IVERD_EXIT_USAGE;
+                case 'v': o->verbose = true; break;
+                case 'h': help(); return 0;
+                default: return -EINVAL;
                 }
         }
         if (optind < argc) {
                 fprintf(stderr, "iverd: unexpected argument '%s'\n", argv[optind]);
-                return IVERD_EXIT_USAGE;
+                return -EINVAL;
         }
+        return 1;
+}
+
+int main(int argc, char *argv[]) {
+        Overrides o = { .pcr = -2, .version_source = -1, .on_access = -1 };
+        int r = parse_argv(argc, argv, &o);
+        if (r <= 0)
+                return r < 0 ? IVERD_EXIT_USAGE : IVERD_EXIT_OK;
 
         log_setup(o.verbose);
         /* Tables that grow (the cache's, the arena's chunks) are big blocks: fixed thresholds keep
@@ -114,7 +123,7 @@ int main(int argc, char *argv[]) {
         caps_drop_unneeded(); /* before manager_new() starts the worker threads: capabilities are per thread */
         Manager *m = NULL;
         IverdExit ex = IVERD_EXIT_FAILURE;
-        int r = manager_new(&o, &m, &ex);
+        r = manager_new(&o, &m, &ex);
         if (r < 0) {
                 log_close();
                 return ex; /* logged by manager_new */
