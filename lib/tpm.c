@@ -50,27 +50,96 @@ static IverHashAlgo algo_from_tpm(TPM2_ALG_ID id) {
         return _IVER_HASH_INVALID;
 }
 
-/* Remember rc and map it to -errno. */
+/* A TPM response code (layer TPM, or the resource manager's pass-through). */
+static IverTpmErrorClass tpm_layer_class(TSS2_RC rc) {
+        TSS2_RC w;
+
+        if (rc & TPM2_RC_FMT1)
+                return IVER_TPM_PERMANENT;      /* a handle, parameter or session of this command */
+        if (!(rc & TPM2_RC_VER1))
+                return IVER_TPM_LOST;           /* a TPM 1.2 code: not a TPM 2.0 we talk to */
+        if ((rc & TPM2_RC_WARN) != TPM2_RC_WARN) {
+                if (rc == TPM2_RC_INITIALIZE)
+                        return IVER_TPM_LOST;   /* reset under us: connecting starts it up */
+                if (rc == TPM2_RC_PCR_CHANGED)
+                        return IVER_TPM_TRANSIENT;
+                return IVER_TPM_PERMANENT;      /* failure mode, disabled, unknown command, reboot needed, ... */
+        }
+        w = rc & ~(TSS2_RC) 0x07f;
+        if (w != TPM2_RC_WARN)
+                return IVER_TPM_PERMANENT;
+        switch (rc) {
+        case TPM2_RC_RETRY:
+        case TPM2_RC_YIELDED:
+        case TPM2_RC_TESTING:
+        case TPM2_RC_CANCELED:
+        case TPM2_RC_NV_RATE:
+        case TPM2_RC_NV_UNAVAILABLE:
+                return IVER_TPM_TRANSIENT;
+        case TPM2_RC_CONTEXT_GAP:
+        case TPM2_RC_OBJECT_MEMORY:
+        case TPM2_RC_SESSION_MEMORY:
+        case TPM2_RC_MEMORY:
+        case TPM2_RC_SESSION_HANDLES:
+        case TPM2_RC_OBJECT_HANDLES:
+                return IVER_TPM_LOST;           /* connecting flushes the transient objects */
+        default:
+                if (rc >= TPM2_RC_REFERENCE_H0 && rc <= TPM2_RC_REFERENCE_S6)
+                        return IVER_TPM_LOST;   /* an object or session of ours is gone */
+                /* LOCALITY (ours is fixed), LOCKOUT, NOT_USED */
+                return IVER_TPM_PERMANENT;
+        }
+}
+
+IverTpmErrorClass iver_tpm_rc_class(uint32_t rc) {
+        TSS2_RC layer = rc & TSS2_RC_LAYER_MASK, base = rc & ~TSS2_RC_LAYER_MASK;
+
+        if (rc == TSS2_RC_SUCCESS)
+                return _IVER_TPM_ERROR_CLASS_INVALID;
+        if (layer == TSS2_TPM_RC_LAYER || layer == TSS2_RESMGR_TPM_RC_LAYER)
+                return tpm_layer_class(base);
+        if (base == TSS2_BASE_RC_TRY_AGAIN)
+                return IVER_TPM_TRANSIENT;
+        if (layer == TSS2_MU_RC_LAYER || layer == TSS2_FEATURE_RC_LAYER)
+                return IVER_TPM_PERMANENT;      /* the same bytes fail to decode again */
+        /* TCTI, resource manager, SYS, ESAPI: I/O, no connection, a bad
+         * sequence or malformed response: a fresh connection */
+        return IVER_TPM_LOST;
+}
+
+IverTpmErrorClass iver_tpm_errno_class(int r) {
+        if (r >= 0)
+                return _IVER_TPM_ERROR_CLASS_INVALID;
+        if (r == -EAGAIN)
+                return IVER_TPM_TRANSIENT;
+        if (r == -EREMOTEIO)
+                return IVER_TPM_PERMANENT;
+        return IVER_TPM_LOST;
+}
+
+const char *iver_tpm_error_class_to_string(IverTpmErrorClass c) {
+        static const char *const names[_IVER_TPM_ERROR_CLASS_MAX] = {
+                [IVER_TPM_TRANSIENT] = "transient",
+                [IVER_TPM_LOST] = "lost",
+                [IVER_TPM_PERMANENT] = "permanent",
+        };
+        return c >= 0 && c < _IVER_TPM_ERROR_CLASS_MAX ? names[c] : NULL;
+}
+
+/* Remember rc and map it to -errno by its class. */
 static int tss_error(IverTpm *t, TSS2_RC rc, const char *what) {
         const char *s = Tss2_RC_Decode(rc);
-        TSS2_RC base;
 
         t->last_rc = rc;
         snprintf(t->last_error, sizeof(t->last_error), "%s: %s (0x%x)", what, s ? s : "?", (unsigned) rc);
-        if ((rc & TSS2_RC_LAYER_MASK) == TSS2_TCTI_RC_LAYER)
+        switch (iver_tpm_rc_class(rc)) {
+        case IVER_TPM_TRANSIENT:
+                return -EAGAIN;
+        case IVER_TPM_PERMANENT:
+                return -EREMOTEIO;
+        default:
                 return -ENXIO;
-        if ((rc & TSS2_RC_LAYER_MASK) == TSS2_RESMGR_TPM_RC_LAYER ||
-            (rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER) {
-                base = rc & ~TSS2_RC_LAYER_MASK;
-                if (base == TPM2_RC_RETRY || base == TPM2_RC_YIELDED || base == TPM2_RC_TESTING)
-                        return -EAGAIN;
         }
-        /* ESAPI passes TCTI I/O failures up with its own layer but the base code kept. */
-        base = rc & ~TSS2_RC_LAYER_MASK;
-        if (base == TSS2_BASE_RC_IO_ERROR || base == TSS2_BASE_RC_NO_CONNECTION ||
-            base == TSS2_BASE_RC_TRY_AGAIN)
-                return base == TSS2_BASE_RC_TRY_AGAIN ? -EAGAIN : -ENXIO;
-        return -EIO;
 }
 
 int iver_tpm_new(const char *tcti, IverTpm **ret) {

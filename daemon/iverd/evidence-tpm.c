@@ -58,6 +58,12 @@ int evidence_on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata
                           e->pcr);
                 log_audit("evidence-broken", "an extend of the PCR shared with the kernel's IMA cannot be placed", false);
         }
+        if (st.permanent_errors > e->last.permanent_errors && strcmp(st.permanent, e->last.permanent) != 0)
+                log_error("The TPM refused a command for good (%s): %s; status reports tpm_error_permanent",
+                          st.permanent,
+                          st.extends_refused ? "not extending until it reconnects, entries stay pending"
+                          : st.reads_refused ? "not reading the PCRs until it reconnects"
+                          : "not retried");
         if (st.poisoned && !e->last.poisoned)
                 log_error("Broken-evidence value extended into the PCRs: no quote verifies until iverd restarts with a fresh list");
         e->last = st;
@@ -91,6 +97,12 @@ void evidence_status(const Evidence *e, json_object *o) {
         if (e->tpm) {
                 json_object_object_add(o, "tpm_busy_ms", json_object_new_uint64(st.busy ? st.busy_usec / 1000 : 0));
                 json_object_object_add(o, "tpm_commands", json_object_new_uint64(st.commands));
+                json_object_object_add(o, "tpm_connects", json_object_new_uint64(st.connects));
+                json_object_object_add(o, "tpm_retries", json_object_new_uint64(st.retries));
+                json_object_object_add(o, "tpm_permanent_errors", json_object_new_uint64(st.permanent_errors));
+                if (st.permanent[0])
+                        json_object_object_add(o, "tpm_error_permanent", json_object_new_string(st.permanent));
+                json_object_object_add(o, "tpm_extends_refused", json_object_new_boolean(st.extends_refused));
                 json_object *banks = json_object_new_array();
                 for (int b = 0; b < _IVER_HASH_MAX; b++)
                         if (st.banks & IVER_TPM_BANK(b))

@@ -249,7 +249,9 @@ bool evidence_pending(const Evidence *e) {
                 return false;
         TpmThreadState st;
         tpm_thread_state(e->tpm, &st);
-        return st.connected && !st.desynced && st.extended < st.queued;
+        /* extends or PCR reads the TPM refused for good: the extends wait for
+         * a reconnect, not for settle */
+        return st.connected && !st.desynced && !st.extends_refused && !st.reads_refused && st.extended < st.queued;
 }
 
 /* The broken-evidence value: from now on no quote verifies. */

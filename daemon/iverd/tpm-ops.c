@@ -35,6 +35,8 @@ void tpm_publish(TpmThread *t) {
                 t->st.kernel_served = t->share->k_served;
                 t->st.unplaced = t->share->unplaced;
         }
+        t->st.extends_refused = t->refused & TPM_OP_EXTEND;
+        t->st.reads_refused = t->refused & TPM_OP_READ;
         const char *e = iver_tpm_last_error(t->tpm);
         snprintf(t->st.error, sizeof(t->st.error), "%s", e ? e : "");
 }
@@ -47,6 +49,37 @@ void tpm_set_busy(TpmThread *t, bool busy) {
         if (busy)
                 t->st.commands++;
         pthread_mutex_unlock(&t->lock);
+}
+
+/* After a failed TPM call: a transient error (the TPM asked to retry) is
+ * waited out here, RETRY_FIRST_USEC doubling, RETRY_TRIES times, on the
+ * thread's condition (a stop ends the wait): true to send the same command
+ * again. ESAPI resubmits RETRY/YIELDED/TESTING a few times at once itself;
+ * this is the pause it does not make. */
+static bool retry_wait(TpmThread *t, int r, unsigned attempt) {
+        if (iver_tpm_errno_class(r) != IVER_TPM_TRANSIENT || attempt >= RETRY_TRIES)
+                return false;
+        uint64_t until = now_usec() + (RETRY_FIRST_USEC << attempt);
+        pthread_mutex_lock(&t->lock);
+        t->st.retries++;
+        while (!t->stop && now_usec() < until) {
+                struct timespec ts = { .tv_sec = (time_t) (until / 1000000ULL), .tv_nsec = (long) (until % 1000000ULL) * 1000 };
+                (void) pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+        }
+        bool again = !t->stop;
+        pthread_mutex_unlock(&t->lock);
+        return again;
+}
+
+int tpm_pcr_read(TpmThread *t, unsigned pcr, IverHashAlgo bank, IverDigest *ret) {
+        int r;
+        for (unsigned i = 0;; i++) {
+                tpm_set_busy(t, true);
+                r = iver_tpm_pcr_read(t->tpm, pcr, bank, ret);
+                tpm_set_busy(t, false);
+                if (!retry_wait(t, r, i))
+                        return r;
+        }
 }
 
 unsigned tpm_extend_banks(const TpmThread *t) {
@@ -138,9 +171,7 @@ int tpm_resync(TpmThread *t) {
                 for (int b = 0; b < _IVER_HASH_MAX; b++) {
                         if (!(banks & IVER_TPM_BANK(b)))
                                 continue;
-                        tpm_set_busy(t, true);
-                        r = iver_tpm_pcr_read(t->tpm, p, (IverHashAlgo) b, &values[nv].value);
-                        tpm_set_busy(t, false);
+                        r = tpm_pcr_read(t, p, (IverHashAlgo) b, &values[nv].value);
                         if (r < 0)
                                 return r;
                         values[nv++].pcr = p;
@@ -172,17 +203,52 @@ void tpm_lost(TpmThread *t) {
         t->next_connect = now_usec() + RECONNECT_USEC;
 }
 
+void tpm_failed(TpmThread *t, int r, unsigned op) {
+        IverTpmErrorClass c = iver_tpm_errno_class(r);
+
+        if (c == IVER_TPM_PERMANENT) {
+                const char *e = iver_tpm_last_error(t->tpm);
+                t->st.permanent_errors++;
+                snprintf(t->st.permanent, sizeof(t->st.permanent), "%s", e ? e : strerror(-r));
+        }
+        if (c == IVER_TPM_LOST || op == TPM_OP_CONNECT) {
+                tpm_lost(t);
+                if (c == IVER_TPM_PERMANENT)
+                        t->next_connect = now_usec() + REFUSED_RECONNECT_USEC;
+                return;
+        }
+        if (op == TPM_OP_QUOTE)
+                return;         /* the request is answered with it; the rest goes on */
+        if (c == IVER_TPM_PERMANENT)
+                t->refused |= op;
+        else
+                t->hold_until = now_usec() + HOLD_USEC;
+        /* an extend may have read its entry, or half a shared extend run:
+         * where the PCRs stand is read again before any more work */
+        t->resync_wanted = true;
+}
+
 void tpm_try_connect(TpmThread *t) {
+        pthread_mutex_lock(&t->lock);
+        t->st.connects++;
+        pthread_mutex_unlock(&t->lock);
         tpm_set_busy(t, true);
         int r = iver_tpm_connect(t->tpm);
         tpm_set_busy(t, false);
         if (r >= 0 && tpm_extend_banks(t) == 0)
                 r = -ENOENT;
-        if (r >= 0)
+        if (r >= 0) {
+                /* a fresh connection: what was refused is tried again, once */
+                t->refused = 0;
+                t->resync_wanted = false;
+                t->hold_until = 0;
                 r = tpm_resync(t);
-        if (r < 0)
-                tpm_lost(t);
+        }
         pthread_mutex_lock(&t->lock);
+        if (r < 0)
+                tpm_failed(t, r, TPM_OP_CONNECT);
+        else
+                t->st.permanent[0] = 0;
         tpm_publish(t);
         pthread_mutex_unlock(&t->lock);
         tpm_notify(t);
@@ -191,9 +257,14 @@ void tpm_try_connect(TpmThread *t) {
 /* Extend one digest set into pcr (all extended banks) and keep the expected
  * health value in step. */
 int tpm_extend_digests(TpmThread *t, unsigned pcr, const IverDigest *d, size_t n) {
-        tpm_set_busy(t, true);
-        int r = iver_tpm_extend(t->tpm, pcr, d, n);
-        tpm_set_busy(t, false);
+        int r;
+        for (unsigned i = 0;; i++) {
+                tpm_set_busy(t, true);
+                r = iver_tpm_extend(t->tpm, pcr, d, n);
+                tpm_set_busy(t, false);
+                if (!retry_wait(t, r, i))
+                        break;
+        }
         if (r < 0)
                 return r;
         if (t->expected_valid && !(t->expected_mask & (1u << pcr))) {
@@ -262,9 +333,7 @@ int tpm_health_check(TpmThread *t, uint32_t mask) {
                 IverDigest now;
                 if (!(mask & t->expected_mask & (1u << p)))
                         continue;
-                tpm_set_busy(t, true);
-                int r = iver_tpm_pcr_read(t->tpm, p, t->health_bank, &now);
-                tpm_set_busy(t, false);
+                int r = tpm_pcr_read(t, p, t->health_bank, &now);
                 if (r < 0)
                         return r;
                 /* in sync: what our extends gave; desynced: what was there then */
@@ -280,34 +349,38 @@ int tpm_health_check(TpmThread *t, uint32_t mask) {
         return 0;
 }
 
-void tpm_do_quote(TpmThread *t, QuoteJob *q, uint32_t mask) {
+int tpm_do_quote(TpmThread *t, QuoteJob *q, uint32_t mask) {
         unsigned banks = tpm_extend_banks(t);
         int r = tpm_health_check(t, mask);
         if (r >= 0 && t->desynced) {
                 q->error = -ESTALE;
                 snprintf(q->message, sizeof(q->message),
                          "the measurement list and the PCRs are out of sync: a quote would not verify");
-                return;
+                return 0;
         }
         if (r >= 0 && q->bank_mask && (q->bank_mask & ~banks)) {
                 q->error = -EINVAL;
                 snprintf(q->message, sizeof(q->message), "bank not extended by iverd (extended banks: mask 0x%x)", banks);
-                return;
+                return 0;
         }
-        if (r >= 0) {
+        for (unsigned i = 0; r >= 0; i++) {
                 tpm_set_busy(t, true);
                 r = iver_tpm_quote(t->tpm, mask, q->bank_mask ? q->bank_mask : banks, q->nonce, q->nonce_len, &q->quote);
                 tpm_set_busy(t, false);
-                /* the kernel may have extended before the quote: the list the
-                 * client reads after it must hold that */
-                if (r >= 0 && t->share)
-                        (void) tpm_share_check(t, false);
+                if (!retry_wait(t, r, i))
+                        break;
+                r = 0;
         }
+        /* the kernel may have extended before the quote: the list the
+         * client reads after it must hold that */
+        if (r >= 0 && t->share)
+                (void) tpm_share_check(t, false);
         if (r < 0) {
                 q->error = r;
                 snprintf(q->message, sizeof(q->message), "%s%s",
                          r == -ENXIO ? "TPM unavailable: " : "", iver_tpm_last_error(t->tpm) ?: strerror(-r));
-                if (r == -ENXIO)
-                        tpm_lost(t);
         }
+        /* the TPM's own errors, for the thread to act on; a failure of ours
+         * (memory, arguments) ends this request only */
+        return r == -ENXIO || r == -EREMOTEIO || r == -EAGAIN ? r : 0;
 }

@@ -40,10 +40,7 @@ TpmShare *tpm_share_free(TpmShare *s) {
 }
 
 static int read_pcr(TpmThread *t, IverDigest *ret) {
-        tpm_set_busy(t, true);
-        int r = iver_tpm_pcr_read(t->tpm, t->share->pcr, t->health_bank, ret);
-        tpm_set_busy(t, false);
-        return r;
+        return tpm_pcr_read(t, t->share->pcr, t->health_bank, ret);
 }
 
 static bool same_digest(const IverDigest *a, const IverDigest *b) {
@@ -264,9 +261,7 @@ int tpm_share_resync(TpmThread *t) {
         for (unsigned p = 0; p < IVER_IMA_PCR_MAX; p++) {
                 if (!(mask & (1u << p)))
                         continue;
-                tpm_set_busy(t, true);
-                int q = iver_tpm_pcr_read(t->tpm, p, t->health_bank, &t->seen[p]);
-                tpm_set_busy(t, false);
+                int q = tpm_pcr_read(t, p, t->health_bank, &t->seen[p]);
                 if (q < 0)
                         return q;
                 if (r >= 0 && p != s->pcr && !same_digest(&t->seen[p], &t->expected[p]))

@@ -12,6 +12,23 @@
 #define RECONNECT_USEC (2000000ULL)
 #define QUOTES_MAX 16
 #define NOTIFY_EVERY 256
+/* A transient error is retried in place: 10, 20, 40, 80, 160, 320 ms (0.63 s
+ * in all), then the work waits HOLD_USEC on the same connection. */
+#define RETRY_FIRST_USEC (10000ULL)
+#define RETRY_TRIES 6
+#define HOLD_USEC (2000000ULL)
+/* A connect the TPM refused (permanent) is tried again this rarely: a TPM
+ * an operator fixes cannot tell us. */
+#define REFUSED_RECONNECT_USEC (60ULL * 1000000ULL)
+
+/* What a TPM command was for (tpm_failed): a permanent refusal of an extend
+ * or a PCR read stops that work until the next connect. */
+enum {
+        TPM_OP_EXTEND = 1u << 0,        /* extends, the broken-evidence value */
+        TPM_OP_READ = 1u << 1,          /* resync, health check, the shared PCR's reads */
+        TPM_OP_QUOTE = 1u << 2,         /* one request: answered with the error, never retried */
+        TPM_OP_CONNECT = 1u << 3,
+};
 
 /* The kernel's list iverd continues in a shared PCR (tpm-share.c; the
  * thread's own). The served list holds the kernel's entries and iverd's in
@@ -70,6 +87,9 @@ struct TpmThread {
         uint32_t expected_mask;         /* the PCRs expected[] is kept for */
         IverDigest seen[IVER_IMA_PCR_MAX];      /* desynced: the health_bank values then */
         uint64_t next_health, next_connect;
+        unsigned refused;               /* TPM_OP_* the TPM refused for good (until a connect) */
+        bool resync_wanted;             /* a failure left the cursor unsure: resync on this connection */
+        uint64_t hold_until;            /* transient errors outlasted the retries: no work before */
         TpmShare *share;                /* NULL: the PCR is iverd's alone */
 };
 
@@ -81,12 +101,20 @@ void tpm_set_busy(TpmThread *t, bool busy);     /* takes t->lock */
 unsigned tpm_extend_banks(const TpmThread *t);
 int tpm_resync(TpmThread *t);
 void tpm_lost(TpmThread *t);
+/* Under lock: a TPM operation (TPM_OP_*) failed with r: act by its class
+ * (lost: reconnect; transient past the retries: hold, then resync;
+ * permanent: stop that work, report it). */
+void tpm_failed(TpmThread *t, int r, unsigned op);
+/* iver_tpm_pcr_read with busy marked and transient errors retried in place. */
+int tpm_pcr_read(TpmThread *t, unsigned pcr, IverHashAlgo bank, IverDigest *ret);
 void tpm_try_connect(TpmThread *t);
 /* Read the next entry (ending at or before end) from the list and extend it. */
 int tpm_extend_next(TpmThread *t, uint64_t end);
 int tpm_poison(TpmThread *t, uint32_t mask);
 int tpm_health_check(TpmThread *t, uint32_t mask);
-void tpm_do_quote(TpmThread *t, QuoteJob *q, uint32_t mask);
+/* The TPM's error (< 0) if the quote failed in the TPM, else 0 (q->error
+ * may still be set: desynced, a bank not extended). */
+int tpm_do_quote(TpmThread *t, QuoteJob *q, uint32_t mask);
 /* Extend digests into pcr (all extended banks), keeping the expected value. */
 int tpm_extend_digests(TpmThread *t, unsigned pcr, const IverDigest *d, size_t n);
 IverHashAlgo tpm_health_bank(unsigned banks);

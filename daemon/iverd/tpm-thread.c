@@ -19,8 +19,16 @@
  * the file: no copy of the list in memory), the loop appends quote requests,
  * both under a mutex;
  * the thread takes work in this order: (re)connect and resync, quotes (so a
- * quote never waits behind thousands of extends),
- * the broken-evidence value, extends in list order, the 1 s PCR health check.
+ * quote never waits behind thousands of extends), a resync a failure asked
+ * for, the broken-evidence value, extends in list order, the 1 s PCR health
+ * check.
+ * A failed TPM command is handled by its class (lib/tpm.c): transient errors
+ * are retried in place with a short backoff (tpm-ops.c), and if they outlast
+ * it the work waits a while on the same connection; a lost TPM is
+ * disconnected and connected again; a permanent refusal stops that kind of
+ * work (extends, or PCR reads) until the next connect and is reported in
+ * status, never retried in a loop: the entries stay pending, as with a TPM
+ * that is away, so the PCRs hold a prefix of the list and a quote says so.
  * The mutex is never held across a TPM call, so the loop's reads of the state
  * (status, settle) never wait for the TPM. The thread writes an eventfd when
  * the loop should look; it never calls into the loop and never logs (the
@@ -41,28 +49,131 @@
 
 #define JOIN_USEC (2 * 1000000ULL)
 
+/* Under lock, not connected: quotes asked meanwhile are answered at once. */
+static void answer_unavailable(TpmThread *t) {
+        while (t->todo) {
+                QuoteJob *q = t->todo;
+                t->todo = q->next;
+                t->n_todo--;
+                q->error = -ENXIO;
+                snprintf(q->message, sizeof(q->message), "TPM unavailable: %s",
+                         t->st.error[0] ? t->st.error : "not connected");
+                q->next = t->done;
+                t->done = q;
+                tpm_notify(t);
+        }
+}
+
+/* Each step below runs under lock and drops it around its TPM calls. */
+static void step_quote(TpmThread *t, uint32_t mask) {
+        QuoteJob *q = t->todo;
+        t->todo = q->next;
+        t->n_todo--;
+        pthread_mutex_unlock(&t->lock);
+        int r = tpm_do_quote(t, q, mask);
+        pthread_mutex_lock(&t->lock);
+        if (r < 0)
+                tpm_failed(t, r, TPM_OP_QUOTE);
+        q->next = t->done;
+        t->done = q;
+        tpm_publish(t);
+        tpm_notify(t);
+}
+
+static void step_resync(TpmThread *t) {
+        pthread_mutex_unlock(&t->lock);
+        int r = tpm_resync(t);
+        pthread_mutex_lock(&t->lock);
+        if (r < 0)
+                tpm_failed(t, r, TPM_OP_READ);
+        else
+                t->resync_wanted = false;
+        tpm_publish(t);
+        tpm_notify(t);
+}
+
+static void step_poison(TpmThread *t, uint32_t mask) {
+        pthread_mutex_unlock(&t->lock);
+        int r = tpm_poison(t, mask);
+        pthread_mutex_lock(&t->lock);
+        if (r < 0) {
+                t->st.extend_failures++;
+                tpm_failed(t, r, TPM_OP_EXTEND);
+        } else
+                t->poison_done = true;
+        tpm_publish(t);
+        tpm_notify(t);
+}
+
+static void step_extend(TpmThread *t) {
+        uint64_t end = t->durable_end;
+        pthread_mutex_unlock(&t->lock);
+        int r = tpm_extend_next(t, end);
+        pthread_mutex_lock(&t->lock);
+        if (r < 0) {
+                t->st.extend_failures++;
+                tpm_failed(t, r, TPM_OP_EXTEND);
+        } else
+                t->extended++;
+        tpm_publish(t);
+        if (r < 0 || t->extended == t->n_ents || t->extended % NOTIFY_EVERY == 0)
+                tpm_notify(t);
+}
+
+static void step_share_poll(TpmThread *t) {
+        size_t before = t->share->k_served;
+        pthread_mutex_unlock(&t->lock);
+        int r = tpm_share_check(t, false);
+        pthread_mutex_lock(&t->lock);
+        if (r < 0)
+                tpm_failed(t, r, TPM_OP_READ);
+        t->share->next_poll = now_usec() + SHARE_POLL_USEC;
+        tpm_publish(t);
+        if (r < 0 || t->share->k_served != before || t->desynced)
+                tpm_notify(t);
+}
+
+static void step_health(TpmThread *t, uint32_t mask) {
+        pthread_mutex_unlock(&t->lock);
+        int r = tpm_health_check(t, mask);
+        pthread_mutex_lock(&t->lock);
+        if (r < 0)
+                tpm_failed(t, r, TPM_OP_READ);
+        t->next_health = now_usec() + HEALTH_USEC;
+        tpm_publish(t);
+        if (r < 0 || t->extended < t->n_ents || t->desynced)
+                tpm_notify(t);
+}
+
+/* May work of kind op run now: not refused for good, not held after
+ * transient errors outlasted their retries. */
+static bool may(const TpmThread *t, unsigned op, uint64_t now) {
+        return !(t->refused & op) && now >= t->hold_until;
+}
+
+/* Connected and nothing to do: when to look again (pushes and quotes signal). */
+static uint64_t next_wake(const TpmThread *t, uint64_t now) {
+        if (now < t->hold_until)
+                return t->hold_until;
+        if (t->refused & TPM_OP_READ)
+                return now + REFUSED_RECONNECT_USEC;    /* nothing timed left */
+        if (t->share && !t->desynced && t->share->next_poll < t->next_health)
+                return t->share->next_poll;
+        return t->next_health;
+}
+
 static void *run(void *userdata) {
         TpmThread *t = userdata;
 
         pthread_mutex_lock(&t->lock);
         t->next_connect = 0;
         while (!t->stop) {
-                uint64_t now = now_usec(), wake;
+                uint64_t now = now_usec(), wake = 0;  /* 0: a step ran, look again */
                 uint32_t mask = t->pcr_mask;
+                bool work = !t->resync_wanted;
 
                 if (!iver_tpm_is_connected(t->tpm)) {
-                        /* quotes asked meanwhile: answered at once */
-                        while (t->todo) {
-                                QuoteJob *q = t->todo;
-                                t->todo = q->next;
-                                t->n_todo--;
-                                q->error = -ENXIO;
-                                snprintf(q->message, sizeof(q->message), "TPM unavailable: %s",
-                                         t->st.error[0] ? t->st.error : "not connected");
-                                q->next = t->done;
-                                t->done = q;
-                                tpm_notify(t);
-                        }
+                        answer_unavailable(t);
                         if (now >= t->next_connect) {
                                 pthread_mutex_unlock(&t->lock);
                                 tpm_try_connect(t);
@@ -70,70 +181,22 @@ static void *run(void *userdata) {
                                 continue;
                         }
                         wake = t->next_connect;
-                } else if (t->todo) {
-                        QuoteJob *q = t->todo;
-                        t->todo = q->next;
-                        t->n_todo--;
-                        pthread_mutex_unlock(&t->lock);
-                        tpm_do_quote(t, q, mask);
-                        pthread_mutex_lock(&t->lock);
-                        q->next = t->done;
-                        t->done = q;
-                        tpm_publish(t);
-                        tpm_notify(t);
+                } else if (t->todo)
+                        step_quote(t, mask);
+                else if (t->resync_wanted && may(t, TPM_OP_READ, now))
+                        step_resync(t);
+                else if (work && !t->desynced && t->poison_wanted && !t->poison_done && may(t, TPM_OP_EXTEND, now))
+                        step_poison(t, mask);
+                else if (work && !t->desynced && t->extended < t->n_ents && may(t, TPM_OP_EXTEND, now))
+                        step_extend(t);
+                else if (work && t->share && !t->desynced && now >= t->share->next_poll && may(t, TPM_OP_READ, now))
+                        step_share_poll(t);
+                else if (work && now >= t->next_health && may(t, TPM_OP_READ, now))
+                        step_health(t, mask);
+                else
+                        wake = next_wake(t, now);
+                if (wake == 0)
                         continue;
-                } else if (!t->desynced && t->poison_wanted && !t->poison_done) {
-                        pthread_mutex_unlock(&t->lock);
-                        int r = tpm_poison(t, mask);
-                        pthread_mutex_lock(&t->lock);
-                        if (r < 0) {
-                                t->st.extend_failures++;
-                                tpm_lost(t);
-                        } else
-                                t->poison_done = true;
-                        tpm_publish(t);
-                        tpm_notify(t);
-                        continue;
-                } else if (!t->desynced && t->extended < t->n_ents) {
-                        uint64_t end = t->durable_end;
-                        pthread_mutex_unlock(&t->lock);
-                        int r = tpm_extend_next(t, end);
-                        pthread_mutex_lock(&t->lock);
-                        if (r < 0) {
-                                t->st.extend_failures++;
-                                tpm_lost(t);
-                        } else
-                                t->extended++;
-                        tpm_publish(t);
-                        if (r < 0 || t->extended == t->n_ents || t->extended % NOTIFY_EVERY == 0)
-                                tpm_notify(t);
-                        continue;
-                } else if (t->share && !t->desynced && now >= t->share->next_poll) {
-                        size_t before = t->share->k_served;
-                        pthread_mutex_unlock(&t->lock);
-                        int r = tpm_share_check(t, false);
-                        pthread_mutex_lock(&t->lock);
-                        if (r < 0)
-                                tpm_lost(t);
-                        t->share->next_poll = now_usec() + SHARE_POLL_USEC;
-                        tpm_publish(t);
-                        if (r < 0 || t->share->k_served != before || t->desynced)
-                                tpm_notify(t);
-                        continue;
-                } else if (now >= t->next_health) {
-                        pthread_mutex_unlock(&t->lock);
-                        int r = tpm_health_check(t, mask);
-                        pthread_mutex_lock(&t->lock);
-                        if (r < 0)
-                                tpm_lost(t);
-                        t->next_health = now_usec() + HEALTH_USEC;
-                        tpm_publish(t);
-                        if (r < 0 || t->extended < t->n_ents || t->desynced)
-                                tpm_notify(t);
-                        continue;
-                } else
-                        wake = t->share && !t->desynced && t->share->next_poll < t->next_health ? t->share->next_poll
-                                                                                                  : t->next_health;
 
                 struct timespec ts = { .tv_sec = (time_t) (wake / 1000000ULL), .tv_nsec = (long) (wake % 1000000ULL) * 1000 };
                 (void) pthread_cond_timedwait(&t->cond, &t->lock, &ts);

@@ -34,6 +34,12 @@ typedef struct TpmThreadState {
         size_t kernel_served;   /* the kernel's entries among them */
         bool unplaced;          /* an extend could not be placed: evidence broken */
         char error[256];        /* the last TPM error, "" if none */
+        uint64_t connects;      /* connect attempts (the first, and every reconnect) */
+        uint64_t retries;       /* transient errors retried in place */
+        uint64_t permanent_errors;
+        bool extends_refused;   /* a permanent error stopped the extends until a connect */
+        bool reads_refused;     /* the same for PCR reads (resync, health check) */
+        char permanent[256];    /* the last command the TPM refused for good: "PCR_Extend: … (0x907)" */
 } TpmThreadState;
 
 /* Start the thread for tcti (not "none"). banks: Banks= (IVER_TPM_BANK mask);

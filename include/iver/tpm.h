@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,17 +12,40 @@
  * Every call blocks until the TPM answers (tens of µs on swtpm, milliseconds
  * on hardware, seconds or never on a stalled one): the daemon calls these only
  * from its TPM thread (daemon/iverd/tpm-thread.c), never from the event loop.
- * An IverTpm is used by one thread at a time. Errors are -errno:
- *   -ENXIO      the TPM cannot be reached (TCTI failed: swtpm gone, no device);
- *               disconnect and connect again later
- *   -EAGAIN     the TPM asked to retry (RETRY, YIELDED, TESTING)
- *   -EIO        any other TPM or TSS error
+ * An IverTpm is used by one thread at a time. Errors are -errno; a TSS
+ * return code becomes one by its class (iver_tpm_rc_class):
+ *   -EAGAIN     transient: send the same command again shortly
+ *   -ENXIO      lost: the TPM cannot be reached or the connection's state is
+ *               gone; disconnect and connect again later
+ *   -EREMOTEIO  permanent: the TPM refused this command; it fails again
  *   -ENOMEDIUM  the TCTI is "none"
  *   -ENOTCONN   not connected
+ *   -EINVAL, -ENOMEM, -ENOENT, -EIO: the caller's arguments, memory, a bank
+ *               not active, a local failure (as each call says)
  * After a failure, iver_tpm_last_rc() and iver_tpm_last_error() give the TSS
  * return code and its Tss2_RC_Decode() text. */
 
 typedef struct IverTpm IverTpm;
+
+/* What a failed TPM command asks of the caller (tpm2-tools' tool_rc idea). */
+typedef enum IverTpmErrorClass {
+        IVER_TPM_TRANSIENT,     /* RETRY, YIELDED, TESTING, NV rate, TCTI try-again: the same command, shortly */
+        IVER_TPM_LOST,          /* TCTI I/O, no connection, a TPM not started, transient objects or
+                                 * sessions gone or exhausted, an ESAPI/SYS failure: reconnect */
+        IVER_TPM_PERMANENT,     /* the TPM refused the command itself (format-one errors, locality,
+                                 * lockout, failure mode, disabled command), or its answer cannot be
+                                 * unmarshalled: the same command fails again */
+        _IVER_TPM_ERROR_CLASS_MAX,
+        _IVER_TPM_ERROR_CLASS_INVALID = -EINVAL,
+} IverTpmErrorClass;
+
+/* The class of a TSS2_RC (any layer); _IVER_TPM_ERROR_CLASS_INVALID for success. */
+IverTpmErrorClass iver_tpm_rc_class(uint32_t rc);
+/* The class of a -errno from the calls below: -EAGAIN transient, -EREMOTEIO
+ * permanent, anything else lost (reconnecting is what to do when in doubt);
+ * _IVER_TPM_ERROR_CLASS_INVALID for r >= 0. */
+IverTpmErrorClass iver_tpm_errno_class(int r);
+const char *iver_tpm_error_class_to_string(IverTpmErrorClass c);
 
 /* Bitmask of 1u << IverHashAlgo. */
 #define IVER_TPM_BANK(a) (1u << (a))

@@ -9,6 +9,9 @@ On the data socket every TPM command (read whole, by the size in its header)
 is held before it is passed on:
   CONTROL_DIR/delay_ms   if present: milliseconds to wait per command
   CONTROL_DIR/hang       while present: commands wait (the TPM is hung)
+  CONTROL_DIR/retry      if present, a count N: the next N commands are answered
+                         TPM_RC_RETRY (0x922: the TPM could not start the
+                         command) without reaching the TPM; counted down
 Read for every command, so a test changes them while iverd runs. Counts go to
 CONTROL_DIR/commands (commands relayed so far), rewritten as they pass.
 Standard library only; stopped by SIGTERM."""
@@ -47,6 +50,23 @@ def hold():
         time.sleep(ms / 1000.0)
 
 
+def take_retry():
+    """True if this command is to be answered TPM_RC_RETRY (one of the N left)."""
+    path = os.path.join(ctl, "retry")
+    with count_lock:
+        try:
+            with open(path) as f:
+                n = int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            return False
+        if n <= 0:
+            return False
+        with open(path + ".tmp", "w") as f:
+            f.write("%d\n" % (n - 1))
+        os.replace(path + ".tmp", path)
+        return True
+
+
 def pump(src, dst):
     """Server → client: bytes as they come."""
     try:
@@ -83,6 +103,10 @@ def serve_data(client):
             if body is None:
                 break
             hold()
+            if take_retry():
+                # TPM_ST_NO_SESSIONS, size 10, TPM_RC_RETRY: nothing ran
+                client.sendall(struct.pack(">HII", 0x8001, 10, 0x922))
+                continue
             server.sendall(hdr + body)
             with count_lock:    # one writer at a time: connections overlap
                 count += 1
