@@ -116,6 +116,12 @@ static void dispatch(Conn *c, const char *line, size_t len) {
                 json_object_put(req);
                 return;
         }
+        char why[256];
+        if (request_check(verb, req, why, sizeof(why)) < 0) {
+                conn_reply(c, reply_error("%s", why));
+                json_object_put(req);
+                return;
+        }
         json_object *reply = verb_run(verb, m, c, req);
         json_object_put(req);
         if (reply)

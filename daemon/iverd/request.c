@@ -1,26 +1,106 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Control request decoding. */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "request.h"
 
+typedef struct FieldSpec {
+        const char *name;
+        FieldType type;
+        bool required;
+} FieldSpec;
+
+/* Each verb: its name, who may use it, and its arguments (NULL-terminated). */
 static const struct {
         const char *name;
         VerbAccess access;
+        const FieldSpec *fields;
 } verbs[_VERB_MAX] = {
-        [VERB_STATUS] = { "status", VERB_READ },
-        [VERB_STATS] = { "stats", VERB_READ },
-        [VERB_LIST] = { "list", VERB_READ },
-        [VERB_LOG] = { "log", VERB_READ },
-        [VERB_SETTLE] = { "settle", VERB_READ },
-        [VERB_REMEASURE] = { "remeasure", VERB_ROOT },
-        [VERB_RESCAN] = { "rescan", VERB_ROOT },
-        [VERB_RELOAD] = { "reload", VERB_ROOT },
-        [VERB_QUOTE] = { "quote", VERB_ROOT },
+        [VERB_STATUS] = { "status", VERB_READ, (const FieldSpec[]) { {} } },
+        [VERB_STATS] = { "stats", VERB_READ, (const FieldSpec[]) { { "top", FIELD_INT, false }, {} } },
+        [VERB_LIST] = { "list", VERB_READ,
+                        (const FieldSpec[]) { { "prefix", FIELD_STRING, false }, { "violations", FIELD_BOOL, false }, {} } },
+        [VERB_LOG] = { "log", VERB_READ, (const FieldSpec[]) { {} } },
+        [VERB_SETTLE] = { "settle", VERB_READ, (const FieldSpec[]) { { "timeout", FIELD_NUMBER, false }, {} } },
+        [VERB_REMEASURE] = { "remeasure", VERB_ROOT, (const FieldSpec[]) { { "paths", FIELD_PATHS, true }, {} } },
+        [VERB_RESCAN] = { "rescan", VERB_ROOT, (const FieldSpec[]) { {} } },
+        [VERB_RELOAD] = { "reload", VERB_ROOT, (const FieldSpec[]) { {} } },
+        [VERB_QUOTE] = { "quote", VERB_ROOT,
+                         (const FieldSpec[]) { { "nonce", FIELD_STRING, true }, { "banks", FIELD_STRINGS, false }, {} } },
         /* root only: it stats any path as root (inode, size, timestamps, existence) */
-        [VERB_EXPLAIN] = { "explain", VERB_ROOT },
+        [VERB_EXPLAIN] = { "explain", VERB_ROOT, (const FieldSpec[]) { { "path", FIELD_PATH, true }, {} } },
 };
+
+static const char *const field_type_names[] = {
+        [FIELD_STRING] = "a string",
+        [FIELD_PATH] = "an absolute path without NUL bytes",
+        [FIELD_PATHS] = "an array of absolute paths without NUL bytes",
+        [FIELD_STRINGS] = "an array of strings",
+        [FIELD_INT] = "an integer",
+        [FIELD_NUMBER] = "a number",
+        [FIELD_BOOL] = "true or false",
+};
+
+static bool is_path(json_object *v) {
+        return json_object_is_type(v, json_type_string) && json_object_get_string(v)[0] == '/' &&
+               strlen(json_object_get_string(v)) == (size_t) json_object_get_string_len(v);
+}
+
+static bool field_ok(FieldType t, json_object *v) {
+        switch (t) {
+        case FIELD_STRING:
+                return json_object_is_type(v, json_type_string);
+        case FIELD_PATH:
+                return is_path(v);
+        case FIELD_PATHS:
+        case FIELD_STRINGS:
+                if (!json_object_is_type(v, json_type_array))
+                        return false;
+                for (size_t i = 0; i < json_object_array_length(v); i++) {
+                        json_object *e = json_object_array_get_idx(v, i);
+                        if (t == FIELD_PATHS ? !is_path(e) : !json_object_is_type(e, json_type_string))
+                                return false;
+                }
+                return true;
+        case FIELD_INT:
+                return json_object_is_type(v, json_type_int);
+        case FIELD_NUMBER:
+                return json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
+        case FIELD_BOOL:
+                return json_object_is_type(v, json_type_boolean);
+        }
+        return false;
+}
+
+int request_check(VerbId verb, json_object *req, char *err, size_t errsz) {
+        const FieldSpec *fields = verbs[verb].fields;
+        json_object_object_foreach(req, key, val) {
+                if (strcmp(key, "verb") == 0)
+                        continue;
+                const FieldSpec *f = fields;
+                while (f->name && strcmp(f->name, key) != 0)
+                        f++;
+                if (!f->name) {
+                        snprintf(err, errsz, "'%s' takes no \"%.64s\"", verbs[verb].name, key);
+                        return -EBADMSG;
+                }
+                if (!field_ok(f->type, val)) {
+                        snprintf(err, errsz, "'%s': \"%s\" must be %s", verbs[verb].name, f->name,
+                                 field_type_names[f->type]);
+                        return -EBADMSG;
+                }
+        }
+        for (const FieldSpec *f = fields; f->name; f++)
+                if (f->required && !json_object_object_get_ex(req, f->name, NULL)) {
+                        snprintf(err, errsz, "'%s' needs \"%s\": %s", verbs[verb].name, f->name,
+                                 field_type_names[f->type]);
+                        return -EBADMSG;
+                }
+        return 0;
+}
 
 const char *verb_name(VerbId v) {
         return v >= 0 && v < _VERB_MAX ? verbs[v].name : NULL;

@@ -26,6 +26,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (!req || verb < 0 || verb >= _VERB_MAX || !verb_name(verb))
                         abort();
                 (void) verb_access(verb);
+                /* every verb's arguments against its schema */
+                char why[256];
+                why[0] = 0;
+                if (request_check(verb, req, why, sizeof(why)) < 0 && !why[0])
+                        abort();
                 /* what the verbs do with their arguments: read and print them */
                 json_object_object_foreach(req, key, val) {
                         (void) key;

@@ -120,6 +120,50 @@ H_WRONG=0
 alive
 row "6a'. refused requests repeated" 5000 0 0 "$H_WRONG" "$((CRASHES))" "$((l1 - l0)) lines, counted $((r1 - r0))"
 
+step "6a''. arguments checked against each verb's schema, after the access check"
+cat >"$D/schema.py" <<'PY'
+import json, socket, sys
+def ask(req):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(sys.argv[1])
+        f = s.makefile("rwb")
+        f.write(req.encode() + b"\n")
+        f.flush()
+        return json.loads(f.readline())
+cases = [  # request, what the error must say (None: accepted)
+    ('{"verb":"explain","path":"etc/passwd"}', '"path" must be an absolute path'),
+    ('{"verb":"explain"}', "'explain' needs \"path\""),
+    ('{"verb":"remeasure","paths":["/etc/passwd",7]}', '"paths" must be an array of absolute paths'),
+    ('{"verb":"stats","top":"3"}', '"top" must be an integer'),
+    ('{"verb":"settle","timeout":"5"}', '"timeout" must be a number'),
+    ('{"verb":"list","violations":1}', '"violations" must be true or false'),
+    ('{"verb":"quote","banks":"sha256","nonce":"00"}', '"banks" must be an array of strings'),
+    ('{"verb":"reload","force":true}', "'reload' takes no \"force\""),
+    ('{"verb":"stats","top":3}', None),
+    ('{"verb":"settle","timeout":5}', None),
+]
+bad = 0
+for req, want in cases:
+    r = ask(req)
+    err = r.get("error")
+    ok = (err is None) if want is None else (err is not None and want in err)
+    print("   %-5s %-52s %s" % ("ok" if ok else "WRONG", req[:52], err))
+    bad += not ok
+if len(sys.argv) > 2:  # as a non-member: refused before its arguments are looked at
+    r = ask('{"verb":"explain","path":"relative"}')
+    ok = "permission denied" in r.get("error", "")
+    print("   %-5s non-member, bad arguments: %s" % ("ok" if ok else "WRONG", r.get("error")))
+    bad += not ok
+sys.exit(bad)
+PY
+chmod a+r "$D/schema.py"
+S_WRONG=0
+python3 "$D/schema.py" "$IVERD_SOCKET" || { fail "a request's arguments were not checked as its schema says"; S_WRONG=1; }
+(cd / && setpriv "${NONE[@]}" python3 "$D/schema.py" "$IVERD_SOCKET" nonmember 2>/dev/null | tail -1 | grep -q "^   ok") ||
+        { fail "a non-member's bad arguments were answered with more than a refusal"; S_WRONG=$((S_WRONG + 1)); }
+alive
+row "6a''. request schemas" 11 0 0 "$S_WRONG" "$((CRASHES))" ""
+
 step "6b. capabilities of the running daemon (every task)"
 C_WRONG=0 ntask=0
 for st in /proc/"$IVERD_PID"/status /proc/"$IVERD_PID"/task/*/status; do
