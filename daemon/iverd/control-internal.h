@@ -40,7 +40,9 @@ typedef struct Refusals {
 } Refusals;
 
 struct Control {
-        Manager *m;
+        sd_event *event;
+        ControlHandler handler;
+        uint64_t gid_stats;             /* group allowed to read (UINT64_MAX: none) */
         int fd;
         bool own_socket;        /* created by us: unlink on exit */
         char *path;

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "control-internal.h"
-#include "manager.h"
 
 /* A streamed reply is made STREAM_CHUNK bytes at a time, when the peer has
  * read the last chunk: its cost is one chunk, whatever the cache or list holds. */
@@ -96,7 +95,7 @@ static void conn_send_later(Conn *c) {
         c->io = NULL;
         /* the reply goes out without blocking the loop; a peer that does not
          * read is dropped by the timer */
-        if (sd_event_add_io(c->control->m->event, &c->io, c->fd, EPOLLOUT, on_conn_writable, c) < 0)
+        if (sd_event_add_io(c->control->event, &c->io, c->fd, EPOLLOUT, on_conn_writable, c) < 0)
                 conn_free(c);
 }
 
@@ -155,7 +154,7 @@ uint64_t conn_park(Conn *c, uint64_t timeout_usec) {
         c->id = ++c->control->next_id;
         sd_event_source_disable_unref(c->timer);
         c->timer = NULL;
-        if (sd_event_add_time_relative(c->control->m->event, &c->timer, CLOCK_MONOTONIC, timeout_usec, 0,
+        if (sd_event_add_time_relative(c->control->event, &c->timer, CLOCK_MONOTONIC, timeout_usec, 0,
                                        on_conn_timeout, c) < 0)
                 return 0;
         return c->id;
@@ -174,7 +173,7 @@ int conn_wait_settled(Conn *c, uint64_t timeout_usec) {
 }
 
 void control_settled(Control *ctl) {
-        if (!ctl || !manager_settled(ctl->m))
+        if (!ctl || !ctl->handler.settled(ctl->handler.userdata))
                 return;
         for (Conn *c = ctl->conns, *next; c; c = next) {
                 next = c->next;

@@ -17,7 +17,6 @@
 #include "control-internal.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
 #include "thread.h"
 
 /* An unprivileged user must not be able to take the daemon's fds (issue 13
@@ -66,15 +65,15 @@ const struct ucred *conn_peer(const Conn *c) {
 }
 
 
-static bool peer_allowed(const Manager *m, const Conn *c, VerbAccess access) {
+static bool peer_allowed(const Control *ctl, const Conn *c, VerbAccess access) {
         if (c->peer.uid == 0)
                 return true;
-        if (access != VERB_READ || m->gid_stats == UINT64_MAX)
+        if (access != VERB_READ || ctl->gid_stats == UINT64_MAX)
                 return false;
-        if (c->peer.gid == (gid_t) m->gid_stats)
+        if (c->peer.gid == (gid_t) ctl->gid_stats)
                 return true;
         for (int i = 0; i < c->n_groups; i++)
-                if (c->groups[i] == (gid_t) m->gid_stats)
+                if (c->groups[i] == (gid_t) ctl->gid_stats)
                         return true;
         return false;
 }
@@ -94,7 +93,7 @@ static uint64_t refusal_count(Refusals *r) {
 }
 
 static void dispatch(Conn *c, const char *line, size_t len) {
-        Manager *m = c->control->m;
+        Control *ctl = c->control;
         json_object *req = NULL;
         const char *error = NULL;
         VerbId verb;
@@ -104,7 +103,7 @@ static void dispatch(Conn *c, const char *line, size_t len) {
                 return;
         }
         VerbAccess access = verb_access(verb);
-        if (!peer_allowed(m, c, access)) {
+        if (!peer_allowed(ctl, c, access)) {
                 uint64_t n = refusal_count(&c->control->requests_refused);
                 if (n > 0)
                         log_notice("Refused '%s' from uid %u (pid %d): %s (%llu requests refused since the last message)",
@@ -122,7 +121,7 @@ static void dispatch(Conn *c, const char *line, size_t len) {
                 json_object_put(req);
                 return;
         }
-        json_object *reply = verb_run(verb, m, c, req);
+        json_object *reply = ctl->handler.run(ctl->handler.userdata, verb, c, req);
         json_object_put(req);
         if (reply)
                 conn_reply(c, reply);
@@ -177,7 +176,7 @@ static void accept_pause(Control *ctl, int error) {
                                   (unsigned long long) ctl->accept_failures);
         (void) sd_event_source_set_enabled(ctl->source, SD_EVENT_OFF);
         if (!ctl->pause) {
-                if (sd_event_add_time_relative(ctl->m->event, &ctl->pause, CLOCK_MONOTONIC, ACCEPT_PAUSE_USEC, 0,
+                if (sd_event_add_time_relative(ctl->event, &ctl->pause, CLOCK_MONOTONIC, ACCEPT_PAUSE_USEC, 0,
                                                on_accept_pause_end, ctl) < 0)
                         (void) sd_event_source_set_enabled(ctl->source, SD_EVENT_ON); /* better a spin than deaf */
                 return;
@@ -258,8 +257,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 if (getsockopt(cfd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &gl) == 0)
                         c->n_groups = (int) (gl / sizeof(gid_t));
                 /* ERANGE (more than 64 groups): only the primary group counts */
-                if (sd_event_add_io(ctl->m->event, &c->io, cfd, EPOLLIN, on_conn_readable, c) < 0 ||
-                    sd_event_add_time_relative(ctl->m->event, &c->timer, CLOCK_MONOTONIC, REQUEST_TIMEOUT_USEC, 0,
+                if (sd_event_add_io(ctl->event, &c->io, cfd, EPOLLIN, on_conn_readable, c) < 0 ||
+                    sd_event_add_time_relative(ctl->event, &c->timer, CLOCK_MONOTONIC, REQUEST_TIMEOUT_USEC, 0,
                                                on_conn_timeout, c) < 0)
                         conn_free(c);
         }
@@ -309,12 +308,14 @@ static int make_socket(const char *path) {
         return fd;
 }
 
-int control_new(Manager *m, const char *path, Control **ret) {
+int control_new(sd_event *event, const char *path, uint64_t gid_stats, const ControlHandler *h, Control **ret) {
         Control *c = calloc(1, sizeof(*c));
         int r;
         if (!c)
                 return -ENOMEM;
-        c->m = m;
+        c->event = event;
+        c->handler = *h;
+        c->gid_stats = gid_stats;
         c->fd = -EBADF;
         c->fd_limit = raise_fd_limit();
         c->path = strdup(path);
@@ -338,7 +339,7 @@ int control_new(Manager *m, const char *path, Control **ret) {
                 }
                 c->own_socket = true;
         }
-        r = sd_event_add_io(m->event, &c->source, c->fd, EPOLLIN, on_accept, c);
+        r = sd_event_add_io(event, &c->source, c->fd, EPOLLIN, on_accept, c);
         if (r < 0) {
                 control_free(c);
                 return r;

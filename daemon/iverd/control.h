@@ -6,9 +6,21 @@
 
 #include "request.h"
 
-typedef struct Manager Manager;
+#include <systemd/sd-event.h>
+
 typedef struct Control Control;
 typedef struct Conn Conn;
+
+/* What the control socket reports up to its owner (the manager). */
+typedef struct ControlHandler {
+        void *userdata;
+        /* run verb for c's peer (its access already checked, its arguments
+         * checked against the verb's schema): a reply (sent at once), or NULL
+         * once it has answered itself or parked the connection */
+        json_object *(*run)(void *userdata, VerbId verb, Conn *c, json_object *req);
+        /* whether settle waiters may be answered now */
+        bool (*settled)(void *userdata);
+} ControlHandler;
 
 /* The control socket: a unix stream socket (from socket activation or our
  * own), one JSON request a line, one JSON reply a line, then close. A reply
@@ -18,7 +30,7 @@ typedef struct Conn Conn;
  * 64 KiB, malformed JSON or silence for 10 s get an error or a close, never
  * a crash or a stuck loop. Connections are capped per uid and in all, and
  * fds are kept in reserve for measurement (control.c). */
-int control_new(Manager *m, const char *path, Control **ret);
+int control_new(sd_event *event, const char *path, uint64_t gid_stats, const ControlHandler *h, Control **ret);
 Control *control_free(Control *c);
 const char *control_path(const Control *c);
 /* Connections open now, refused (caps, fd reserve) since start, and
@@ -48,8 +60,4 @@ int conn_wait_settled(Conn *c, uint64_t timeout_usec);
 uint64_t conn_park(Conn *c, uint64_t timeout_usec);
 Conn *control_parked(Control *ctl, uint64_t id);
 
-/* The verbs (verbs.c). A handler either returns a reply object (sent at
- * once) or NULL once it has answered itself (conn_reply_fd,
- * conn_reply_stream) or parked the connection. */
-json_object *verb_run(VerbId v, Manager *m, Conn *c, json_object *req);
 json_object *reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -28,6 +28,7 @@
 #include "recheck.h"
 #include "rest.h"
 #include "settings.h"
+#include "verbs.h"
 #include "walk.h"
 #include "watch.h"
 
@@ -445,6 +446,14 @@ static void rest_changed(void *userdata) {
         manager_maybe_settled(m);
 }
 
+static json_object *control_run(void *userdata, VerbId verb, Conn *c, json_object *req) {
+        return verb_run(verb, userdata, c, req);
+}
+
+static bool control_settled_now(void *userdata) {
+        return manager_settled(userdata);
+}
+
 static int rest_setup(Manager *m) {
         static const RestCallbacks cb = {
                 .list = rest_list,
@@ -594,7 +603,10 @@ int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
         /* bound to the list just opened */
         persist_load(m);
         ex = IVERD_EXIT_DIRECTORY;
-        r = control_new(m, m->conf.socket_path, &m->control);
+        static const ControlHandler control_handler = { .run = control_run, .settled = control_settled_now };
+        ControlHandler h = control_handler;
+        h.userdata = m;
+        r = control_new(m->event, m->conf.socket_path, m->gid_stats, &h, &m->control);
         if (r < 0)
                 goto fail; /* logged there */
         *ret = TAKE_PTR(m);

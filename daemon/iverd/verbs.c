@@ -15,6 +15,7 @@
 #include "rest.h"
 #include "recheck.h"
 #include "verbs-internal.h"
+#include "verbs.h"
 #include "walk.h"
 #include "watch.h"
 
