@@ -13,6 +13,7 @@
 #include "generation.h"
 #include "queue.h"
 #include "report.h"
+#include "settings.h"
 #include "workers.h"
 
 typedef struct Walk Walk;
@@ -24,21 +25,6 @@ typedef struct Evidence Evidence;
 typedef struct OnAccess OnAccess;
 typedef struct Recheck Recheck;
 typedef struct Rest Rest;
-
-/* Command-line settings that override the config file (NULL / -1: not given). */
-typedef struct Overrides {
-        const char *config;
-        const char *policy;
-        const char *socket;
-        const char *runtime_dir;
-        const char *state_dir;
-        const char *tpm;
-        int pcr;
-        int version_source;
-        int workers;
-        int on_access;
-        bool verbose;
-} Overrides;
 
 typedef struct Manager {
         sd_event *event;

@@ -2,8 +2,24 @@
 #pragma once
 #include "iver/appraise.h"
 #include "iver/conf.h"
+#include <stdbool.h>
+
 #include "iver/policy.h"
-#include "manager.h"
+
+/* Command-line settings that override the config file (NULL / -1: not given). */
+typedef struct Overrides {
+        const char *config;
+        const char *policy;
+        const char *socket;
+        const char *runtime_dir;
+        const char *state_dir;
+        const char *tpm;
+        int pcr;
+        int version_source;
+        int workers;
+        int on_access;
+        bool verbose;
+} Overrides;
 
 /* Config file (o->config, else IVER_CONF_FILE — iverd.conf under the
  * sysconfdir iverd was built for — if present) with the command-line
