@@ -177,6 +177,38 @@ static long check_runtime_policy(const char *dir, const char *policy_path) {
         return bad;
 }
 
+/* What the replay accepts but a reader must see: the restart gaps (one line
+ * each, with their span) and how many other entries are violations (each
+ * all-0xFF in the PCR: the list says something there was not measured). */
+static void print_violations(const char *dir) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/measurements.bin", dir);
+        IverImaLog *l = NULL;
+        if (iver_imalog_load(path, &l) < 0)
+                return;         /* the verification above said why */
+        size_t other = 0, n = iver_imalog_size(l);
+        for (size_t i = 0; i < n; i++) {
+                const IverImaEntry *e = iver_imalog_get(l, i);
+                int64_t start, end;
+                if (!e->violation)
+                        continue;
+                if (iver_imalog_gap_parse(e->path, e->path_len, &start, &end) <= 0) {
+                        other++;
+                        continue;
+                }
+                if (start < 0)
+                        printf("GAP entry %zu: %s: iverd was not watching for an unknown time before %lld; what ran then "
+                               "is not in the list\n", i, e->path, (long long) end);
+                else
+                        printf("GAP entry %zu: %s: iverd was not watching for %lld s (%lld to %lld); what ran then is "
+                               "not in the list\n", i, e->path, (long long) (end - start), (long long) start, (long long) end);
+        }
+        if (other)
+                printf("VIOLATIONS: %zu other list entr%s (each extended as all-0xFF: not measured as it ran)\n", other,
+                       other == 1 ? "y is a violation" : "ies are violations");
+        iver_imalog_free(l);
+}
+
 int verb_verify(int argc, char *argv[]) {
         const char *dir = NULL, *hex = NULL, *ak = NULL, *policy = NULL;
         for (int i = 1; i < argc; i++)
@@ -222,6 +254,7 @@ int verb_verify(int argc, char *argv[]) {
                         }
                 printf(".\n");
         }
+        print_violations(dir);
         if (policy) {
                 long bad = check_runtime_policy(dir, policy);
                 if (bad < 0)

@@ -40,11 +40,16 @@ struct Evidence {
         size_t n_staged;
         uint16_t staged_set[STAGED_SET]; /* their (PCR, template digest) pairs (evidence.c) */
         Churn *churn;
+        bool continued;                 /* the list existed in this boot before this run (evidence-gap.c) */
+        int64_t list_mtime_sec;         /* its mtime then */
+        int64_t gap_start_sec, gap_end_sec; /* the gap listed at start (start -1: unknown) */
         QuoteWait *quotes;
         uint64_t next_tag;
 };
 
 /* The TPM thread's eventfd is readable. */
 int evidence_on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+/* status: gap_at_start_sec (0: a fresh list; null: unknown length) and its start. */
+void evidence_gap_status(const Evidence *e, json_object *o);
 /* Answer and forget a waiting quote (q or error). */
 void evidence_answer_quote(Evidence *e, QuoteWait *w, const IverTpmQuote *q, const char *error);

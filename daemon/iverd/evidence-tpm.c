@@ -132,6 +132,7 @@ void evidence_status(const Evidence *e, json_object *o) {
         json_object_object_add(o, "pcr_resyncs", json_object_new_uint64(st.resyncs));
         json_object_object_add(o, "rate_limited_versions", json_object_new_uint64(e->rate_limited));
         json_object_object_add(o, "rate_limited_files", json_object_new_uint64(churn_limited(e->churn, now_usec())));
+        evidence_gap_status(e, o);
 }
 
 unsigned evidence_pcr(const Evidence *e) {

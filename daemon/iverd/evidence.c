@@ -90,6 +90,15 @@ static int open_lists(Evidence *e, const IverConf *conf, IverImaFile **ret_serve
                         return log_error_errno(r, "Cannot open the measurement list in %s: %m", conf->runtime_directory);
         }
         const char *dir = journal ?: conf->runtime_directory;
+        /* the one place that knows whether this run continues a list of this
+         * boot (a restart, a crash): then the gap is evidence (evidence-gap.c);
+         * read before the open, whose cut of a torn tail would move the mtime */
+        struct stat st;
+        _cleanup_free_ char *bin = NULL;
+        if (asprintf(&bin, "%s/%s", dir, IVER_IMA_BINARY_FILE) < 0)
+                return log_error_errno(-ENOMEM, "Out of memory: %m");
+        e->continued = lstat(bin, &st) == 0 && S_ISREG(st.st_mode);
+        e->list_mtime_sec = e->continued ? (int64_t) st.st_mtim.tv_sec : -1;
         r = iver_imalog_file_open(dir, &e->file, &truncated);
         if (r < 0)
                 return log_error_errno(r, "Cannot open the measurement list in %s: %m", dir);

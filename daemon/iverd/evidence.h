@@ -31,6 +31,16 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
  * into the entry, as in the kernel. d: the deciding measure rule (pcr=,
  * template=), or NULL; algo: the d-ng algorithm name recorded. */
 int evidence_record_violation(Evidence *e, const char *path, const IverPolicyDecision *d, IverHashAlgo algo);
+/* The restart gap (evidence-gap.c): when the list existed before this run
+ * (a restart or crash in this boot), list one violation entry
+ * "iverd-gap:<start>-<end>" and write it, before any other entry of the run;
+ * journal and audit get one violation message with its length. start is the
+ * later of the list's mtime and snapshot_sec (the restored snapshot's mtime,
+ * -1 if none). Nothing on a fresh list. Call once, before the loop runs. */
+int evidence_record_gap(Evidence *e, int64_t snapshot_sec, IverHashAlgo algo);
+/* Touch the list file: its mtime says when this run was last known to
+ * watch (the next run's gap starts there). Periodically and at stop. */
+void evidence_mark_alive(Evidence *e);
 /* Have what evidence_record() staged written soon: at once when 1,000 are
  * staged, else within 10 ms of the first (one write and one fdatasync for the
  * group); then the entries join the list and may be extended. A file with

@@ -601,7 +601,12 @@ int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
         if (r < 0)
                 goto fail; /* logged there */
         /* bound to the list just opened */
-        persist_load(m);
+        int64_t snapshot_sec;
+        persist_load(m, &snapshot_sec);
+        /* a list continued from an earlier run of this boot: the gap first */
+        r = evidence_record_gap(m->evidence, snapshot_sec, m->conf.hash);
+        if (r < 0)
+                goto fail; /* logged there */
         ex = IVERD_EXIT_DIRECTORY;
         static const ControlHandler control_handler = { .run = control_run, .settled = control_settled_now };
         ControlHandler h = control_handler;
@@ -675,5 +680,7 @@ int manager_start(Manager *m) {
 int manager_run(Manager *m) {
         int r = sd_event_loop(m->event);
         (void) persist_save(m);
+        /* the loop ended: nothing is watched from here (the next gap's start) */
+        evidence_mark_alive(m->evidence);
         return r;
 }

@@ -80,8 +80,9 @@ static void discard(const char *path, const char *why) {
         (void) unlink(path);
 }
 
-void persist_load(Manager *m) {
+void persist_load(Manager *m, int64_t *ret_mtime_sec) {
         uint8_t key[IVER_SNAPSHOT_KEY_SIZE], boot[16];
+        *ret_mtime_sec = -1;
         char *path = snapshot_path(m);
         if (!path)
                 return;
@@ -150,6 +151,7 @@ void persist_load(Manager *m) {
         size_t n = iver_cache_size(c);
         iver_context_adopt(m->ctx, c, &counters);
         m->snapshot_checks = counters.checks;
+        *ret_mtime_sec = (int64_t) st.st_mtim.tv_sec;
         log_info("Restored %zu cached measurements and the ledger from %s in %.1f ms", n, path,
                  ((double) iver_monotonic_ns() - (double) t0) / 1e6);
 out:
@@ -195,6 +197,8 @@ int persist_save(Manager *m) {
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         (void) persist_save(m);
+        /* the heartbeat the next run's gap starts from after a crash */
+        evidence_mark_alive(m->evidence);
         (void) sd_event_source_set_time_relative(s, m->snapshot_interval_usec);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;

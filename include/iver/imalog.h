@@ -220,6 +220,22 @@ typedef enum IverImaFormat {
  * index (< 0x20), an ASCII one with ' ' or a digit. Empty: binary. */
 IverImaFormat iver_imalog_format_detect(const uint8_t *buf, size_t size);
 
+/* ---- lib/imalog-gap.c: the name of a restart-gap violation entry ---- */
+
+/* When iverd starts on a boot whose list already exists (a restart, a
+ * crash), it lists one violation entry named "iverd-gap:<start>-<end>":
+ * Unix seconds from the last moment the previous run is known to have
+ * watched to the start of this one; <start> is "unknown" when nothing
+ * durable recorded it. No leading '/': it can never be a file's name. */
+#define IVER_IMA_GAP_PREFIX "iverd-gap:"
+#define IVER_IMA_GAP_NAME_MAX 64
+/* Write the name into buf (IVER_IMA_GAP_NAME_MAX bytes); start < 0: unknown.
+ * -EINVAL if end < start or a bound is out of range. */
+int iver_imalog_gap_name(int64_t start, int64_t end, char buf[static IVER_IMA_GAP_NAME_MAX]);
+/* 1 if name (len bytes, not NUL-terminated) is a gap entry's name, with
+ * *ret_start (-1: unknown) and *ret_end; 0 if it is not (outputs untouched). */
+int iver_imalog_gap_parse(const char *name, size_t len, int64_t *ret_start, int64_t *ret_end);
+
 /* ---- lib/imalog-file.c: the list files in a runtime directory ---- */
 
 #define IVER_IMA_BINARY_FILE "binary_runtime_measurements"

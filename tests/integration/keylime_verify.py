@@ -26,6 +26,13 @@ digests concatenated in selection order (--banks, default sha1,sha256), for
 one PCR. The signature of the quote is not checked here (tpm2_checkquote
 does that); this script checks the list against the quoted values.
 
+Violations replay (as all-0xFF) but are never passed over in silence: each
+is printed, "VIOLATION line N: name", and iverd's restart gap
+(iverd-gap:<start>-<end>, a violation listed first when iverd starts again on
+this boot's list) as "GAP line N: ... not watching for S s". With a runtime
+policy a violation's zero digest is allowed for no path (Keylime's rule), so
+a gap rejects the list unless the policy excludes it.
+
 Optionally (--policy FILE) every entry's hex file digest must be listed for
 its path in a Keylime runtime policy's "digests" (Keylime's _validate_ima_ng).
 
@@ -207,6 +214,23 @@ def check_policy(entries, policy_path):
     return bad
 
 
+GAP_RE = re.compile(rb"iverd-gap:(unknown|[1-9][0-9]*|0)-([1-9][0-9]*|0)")
+
+
+def print_violations(entries):
+    for i, e in enumerate(entries):
+        if not e["violation"]:
+            continue
+        name = e["path"].decode("utf-8", errors="replace")
+        m = GAP_RE.fullmatch(e["path"])
+        if not m:
+            print(f"VIOLATION line {i + 1}: {name} (extended as all-0xFF)")
+        elif m.group(1) == b"unknown":
+            print(f"GAP line {i + 1}: {name}: iverd was not watching for an unknown time before {int(m.group(2))}")
+        else:
+            print(f"GAP line {i + 1}: {name}: iverd was not watching for {int(m.group(2)) - int(m.group(1))} s")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("list", help="ascii_runtime_measurements")
@@ -232,6 +256,7 @@ def main():
         print(f"REJECTED: {e}")
         return 1
     print(f"parsed {len(entries)} lines; every template hash recomputed and matches")
+    print_violations(entries)
     matches, final = match_prefix(entries, a.pcr, quoted)
     if not matches:
         print(f"REJECTED: the quoted PCR {a.pcr} matches no prefix of the list")

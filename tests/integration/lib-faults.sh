@@ -285,6 +285,7 @@ def cmd_check(a):
     """check RUNDIR TREE [PRE_BIN] [CTL_LIST] -> prints 'lost dup wrong stale total'
     lost: entries of PRE_BIN (the list before a crash, torn tail allowed) that are
           not a prefix of the list now; or a file whose current digest is not listed
+    wrong (also): with PRE_BIN, not exactly one restart gap entry after it, first
     dup: template digests listed twice
     wrong: ascii list != binary list; iverctl list digest != sha256 of the file;
     stale: iverctl list (the cache) holds a path that is no regular file (or symlink) any more"""
@@ -307,6 +308,11 @@ def cmd_check(a):
         if n < len(pre):
             lost += len(pre) - n
             msgs.append(f"list before the crash ({len(pre)} entries) is not a prefix of the list now: first {n} match")
+        # the restart continued this boot's list: its first entry is the gap, and the only one
+        gaps = [i for i, e in enumerate(ents[n:], n) if e[1] == bytes(20) and e[6].startswith(b'iverd-gap:')]
+        if gaps != [len(pre)]:
+            wrong += 1
+            msgs.append(f"restart gap entries at {gaps}: exactly one expected, at {len(pre)} (right after the list before the crash)")
     # ascii list = binary list, entry by entry ("PCR TDIGEST TEMPLATE ... PATH[ SIG]\n";
     # the path is raw, as the kernel writes it, so it may hold newlines)
     asc = open(os.path.join(run, 'ascii_runtime_measurements'), 'rb').read()

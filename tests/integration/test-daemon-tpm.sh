@@ -59,9 +59,29 @@ BURST=$!
 sleep 0.15
 kill -9 "$IVERD_PID"; wait "$IVERD_PID" 2>/dev/null || true; IVERD_PID=
 wait $BURST
-echo "list before restart: $(wc -l <"$D/run/ascii_runtime_measurements") entries"
+# whole records of the binary list (its ASCII twin may lag by the write the kill cut off)
+N0=$(python3 - "$D/run/binary_runtime_measurements" <<'PY'
+import struct, sys
+b, off, n = open(sys.argv[1], "rb").read(), 0, 0
+while off + 28 <= len(b):
+    nl, = struct.unpack_from("<I", b, off + 24)
+    o = off + 28 + nl
+    if o + 4 > len(b):
+        break
+    dl, = struct.unpack_from("<I", b, o)
+    if o + 4 + dl > len(b):
+        break
+    off, n = o + 4 + dl, n + 1
+print(n)
+PY
+)
+echo "list before restart: $N0 entries"
 start_iverd
 ctl settle --timeout 60
+# the crash continued this boot's list: its first new entry is the gap, the only one
+sed -n "$((N0 + 1))p" "$D/run/ascii_runtime_measurements" | grep -Eq '^23 0{40} ima-ng sha256:0{64} iverd-gap:[0-9]+-[0-9]+$' ||
+        fail "entry $((N0 + 1)), the first after the crash, is not the gap"
+[ "$(grep -c ' iverd-gap:' "$D/run/ascii_runtime_measurements")" = 1 ] || fail "not exactly one gap entry after one restart"
 [ "$(js desynced)" = False ] || fail "desynced after restart"
 [ "$(js pending_extends)" = 0 ] || fail "pending extends after restart"
 verify_quote

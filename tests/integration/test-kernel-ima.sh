@@ -12,7 +12,8 @@
 #      policy export --keylime on the merged list, and the list accepted by it
 #   2  the kernel's templates: ima-ng, ima-sig, ima-buf, the sha1 "ima"
 #      template and a violation listed by the kernel while iverd is stopped:
-#      the restarted iverd continues the list with them (each once), replays
+#      the restarted iverd continues the list with them (each once), then
+#      lists its restart gap entry, replays
 #   3  a measuring kernel: the kernel lists and extends 40 entries while iverd
 #      measures 40 new files: the served list holds both, the kernel's in its
 #      order, each where the TPM received it, and replays PCR 10 in every bank
@@ -98,7 +99,11 @@ fleet_start_iverd "$D/policy" --tpm "swtpm:path=$D/tpm/swtpm.sock"
 ctl settle --timeout 60
 [ "$(js kernel_entries)" = 6 ] || fail "iverd sees $(js kernel_entries) kernel entries, not 6"
 [ "$(grep -c boot_aggregate "$LIST")" = 1 ] || fail "boot_aggregate listed more than once"
-cmp -s <(tail -5 "$LIST") <(tail -5 "$KLIST") || fail "the kernel's new entries are not at the end of the list, verbatim"
+# the kernel extended its entries while iverd was stopped: they come first, in
+# extend order, then the restart's gap entry, iverd's first of the new run
+cmp -s <(tail -6 "$LIST" | head -5) <(tail -5 "$KLIST") || fail "the kernel's new entries are not at the end of the list, verbatim"
+tail -1 "$LIST" | grep -Eq '^10 0{40} ima-ng sha256:0{64} iverd-gap:[0-9]+-[0-9]+$' ||
+        fail "the restart's gap entry does not follow the kernel's entries: $(tail -1 "$LIST")"
 printf 'file 9\n' >"$D/tree/f9"
 ctl settle --timeout 60
 tail -1 "$LIST" | grep -q "$D/tree/f9\$" || fail "f9 not listed after the kernel's entries"
@@ -119,7 +124,7 @@ ctl settle --timeout 60
 nk=$(wc -l <"$KLIST")
 for _ in $(seq 100); do [ "$(js kernel_entries)" = "$nk" ] && break; sleep 0.05; done
 [ "$(js kernel_entries)" = "$nk" ] || fail "the served list holds $(js kernel_entries) of the kernel's $nk entries"
-[ "$(wc -l <"$LIST")" = $((nk + 49)) ] || fail "expected $nk kernel + 49 iverd entries, got $(wc -l <"$LIST")"
+[ "$(wc -l <"$LIST")" = $((nk + 50)) ] || fail "expected $nk kernel + 49 iverd entries + the gap, got $(wc -l <"$LIST")"
 # the kernel's lines, in the kernel's order, are a subsequence of the served list
 python3 - "$KLIST" "$LIST" <<'PY' || fail "the kernel's entries are not in the served list in its order"
 import sys

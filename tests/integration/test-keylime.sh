@@ -11,6 +11,9 @@
 #   3  digest changed and template hash forged   → rejected (no prefix matches)
 #   4  list grows after the quote (more files)   → old quote still accepted (prefix rule)
 #   5  list cut short of what the quote covers   → rejected
+#   6  iverd restarted (same boot, same list)     → the gap entry (a violation)
+#      replays as all-0xFF (accepted), the verifier prints it (GAP line), and
+#      the golden runtime policy rejects it: never accepted in silence
 # Needs root and swtpm (skips with 77 without swtpm).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -114,6 +117,28 @@ head -n $((n - 1)) "$D/list.at-quote" >"$D/short"
 if python3 "$VERIFY" --pcr $PCR "$D/short" "$D/q/pcrs.out" | tee "$D/v5.out"; then
         fail "a truncated list was accepted"
 fi
+
+step "6: iverd restarted on this boot's list: the gap entry replays, is shown, and no runtime policy allows it"
+ctl policy export --keylime --out "$D/runtime-policy.json" 2>/dev/null
+python3 "$VERIFY" --pcr $PCR "$LIST" "$D/q2/pcrs.out" --policy "$D/runtime-policy.json" >"$D/v6a.out" ||
+        { cat "$D/v6a.out"; fail "the list before the restart is not allowed by its own runtime policy"; }
+fleet_stop_pid "$IVERD_PID"
+fleet_start_iverd "$D/policy" --tpm "swtpm:path=$D/tpm/swtpm.sock" --pcr $PCR
+ctl settle --timeout 60
+n3=$(wc -l <"$LIST")
+sed -n "$((n2 + 1))p" "$LIST" | grep -Eq "^$PCR 0{40} ima-ng sha256:0{64} iverd-gap:[0-9]+-[0-9]+\$" ||
+        fail "entry $((n2 + 1)), the first after the restart, is not the gap: $(sed -n "$((n2 + 1))p" "$LIST")"
+ctl quote --nonce "$NONCE" --out "$D/q3" >/dev/null
+python3 "$VERIFY" --pcr $PCR --keylime-split "$LIST" "$D/q3/pcrs.out" | tee "$D/v6.out"
+grep -q "^ACCEPTED" "$D/v6.out" || fail "the replay of a list holding the gap failed"
+grep -q "replay of the first $n3 of $n3 entries" "$D/v6.out" || fail "the quote does not cover the list with the gap"
+grep -Eq "^GAP line $((n2 + 1)): iverd-gap:[0-9]+-[0-9]+: iverd was not watching for [0-9]+ s" "$D/v6.out" ||
+        fail "the verifier does not show the gap"
+if python3 "$VERIFY" --pcr $PCR "$LIST" "$D/q3/pcrs.out" --policy "$D/runtime-policy.json" | tee "$D/v6b.out"; then
+        fail "a runtime policy accepted the gap in silence"
+fi
+grep -Eq "policy: entry $n2: iverd-gap:[0-9]+-[0-9]+ 0{64} \(not in policy\)" "$D/v6b.out" ||
+        fail "rejected, but not for the gap"
 
 echo
 echo "PASS"

@@ -221,7 +221,11 @@ PY
         # with the new daemon, so its initial scan must re-hash f7
         start_iverd "d-$FS" || return
         chmod 640 "$t/f7"
-        settle; expect_rehash "restart"; check_digest "$t/f7"; row "write while down, restart, chmod" "$R0" "$M0"
+        settle; expect_rehash "restart"; check_digest "$t/f7"
+        # the time it was down is in the list: one gap entry, for one restart
+        [[ $(ctl log --ascii | grep -cE '^10 0{40} ima-ng sha256:0{64} iverd-gap:[0-9]+-[0-9]+$') == 1 ]] ||
+                fail "restart: not exactly one gap entry in the list"
+        row "write while down, restart, chmod" "$R0" "$M0"
 
         begin "write through an outside hard link (iverd running)"
         same_size_write "$out/f2"

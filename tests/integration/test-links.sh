@@ -3,7 +3,8 @@
 # Work done once: an inode with several hard-link names is hashed once (bytes
 # hashed = the inodes' bytes plus the symlinks' target strings, whatever the
 # number of names) and every name is listed under its own name; a clean
-# restart re-hashes nothing, symlinks included, and forgets nothing that is
+# restart re-hashes nothing, symlinks included (the list grows by the gap
+# entry alone), and forgets nothing that is
 # still there ("Forgot N cached measurements" was logged for every symlink).
 set -euo pipefail
 BUILD=${IVER_BUILD_DIR:-/work/main/build}
@@ -102,9 +103,15 @@ echo "== clean restart: nothing re-hashed, nothing forgotten"
 stop "$IVERD_PID"; IVERD_PID=
 [ -s "$D/state/cache.snap" ] || fail "no snapshot written at stop"
 : >"$D/iverd.log"
+N1=$(wc -l <"$D/run/ascii_runtime_measurements")
 start
+# the list grows by the restart's gap entry alone
+N2=$(wc -l <"$D/run/ascii_runtime_measurements")
+[ "$N2" = $((N1 + 1)) ] || fail "a clean restart added $((N2 - N1)) list entries: the gap alone expected"
+tail -n 1 "$D/run/ascii_runtime_measurements" | grep -Eq '^10 0{40} ima-ng sha256:0{64} iverd-gap:[0-9]+-[0-9]+$' ||
+        fail "the entry a clean restart added is not the gap: $(tail -n 1 "$D/run/ascii_runtime_measurements")"
 B2=$(stat_of bytes_hashed); R2=$(stat_of remeasured)
-echo "bytes_hashed $B1 -> $B2, remeasured $R1 -> $R2"
+echo "bytes_hashed $B1 -> $B2, remeasured $R1 -> $R2; list $N1 -> $N2 entries (the gap)"
 ! grep -q "Forgot" "$D/iverd.log" || fail "$(grep -o 'Forgot.*' "$D/iverd.log")"
 [ "$B2" = "$B1" ] || fail "$((B2 - B1)) bytes re-hashed after a clean restart"
 [ "$R2" = "$R1" ] || fail "$((R2 - R1)) files re-hashed after a clean restart"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Boot-scoped snapshots with the HMAC key in the real kernel keyring:
-# a clean restart re-hashes nothing and the ledger continues; after kill -9
+# a clean restart re-hashes nothing and the ledger continues (and lists exactly
+# one gap entry, as every restart on the same list does); after kill -9
 # the state up to the last snapshot holds and changes made since are caught;
 # a flipped byte, a truncation, a snapshot under another key, and a missing key
 # (as after a reboot) and a fresh measurement list are each detected, the snapshot discarded and everything
@@ -26,14 +27,28 @@ fail() { echo "FAIL: $*"; tail -20 "$D/iverd.log"; exit 1; }
 export IVERD_SOCKET=$D/run/iverd.sock
 ctl() { "$BUILD/iverctl" "$@"; }
 stat_of() { ctl stats --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+# A start on an existing list (a restart) lists exactly one gap entry, right
+# after the previous run's entries; a start on a fresh list none.
+GAPS=0
 start() {
-        local t0; t0=$(date +%s.%N)
+        local t0 n0=-1 g; t0=$(date +%s.%N)
+        [ -e "$D/run/binary_runtime_measurements" ] && n0=$(wc -l <"$D/run/ascii_runtime_measurements")
         IVERD_LOG_STDERR=1 "$BUILD/iverd" --on-access none --policy "$D/p.policy" --runtime-dir "$D/run" --state-dir "$D/state" \
                 --tpm none >>"$D/iverd.log" 2>&1 &
         IVERD_PID=$!
         for _ in $(seq 400); do ctl status >/dev/null 2>&1 && break; sleep 0.02; done
         ctl settle --timeout 120
         READY_S=$(echo "$(date +%s.%N) - $t0" | bc)
+        if [ "$n0" -ge 0 ]; then
+                GAPS=$((GAPS + 1))
+                sed -n "$((n0 + 1))p" "$D/run/ascii_runtime_measurements" |
+                        grep -Eq '^10 0{40} ima-ng sha256:0{64} iverd-gap:[0-9]+-[0-9]+$' ||
+                        fail "restart: entry $((n0 + 1)) is not the gap: $(sed -n "$((n0 + 1))p" "$D/run/ascii_runtime_measurements")"
+        else
+                GAPS=0
+        fi
+        g=$(grep -c ' iverd-gap:' "$D/run/ascii_runtime_measurements" || true)
+        [ "$g" = "$GAPS" ] || fail "$g gap entries in the list, $GAPS expected (one a restart on this list)"
 }
 mkdir -p "$D/tree" "$D/run" "$D/state"
 N=${IVER_PERSIST_FILES:-5000}
@@ -100,5 +115,5 @@ tamper "no key (new boot)" 'restore_key_absent'
 tamper "fresh list" 'rm -f "$D/run/binary_runtime_measurements" "$D/run/ascii_runtime_measurements"'
 listed=$(wc -l <"$D/run/ascii_runtime_measurements")
 [ "$listed" -ge "$N" ] || fail "fresh list holds $listed entries for $N measured files"
-echo "  fresh list: $listed entries for $N files"
+echo "  fresh list: $listed entries for $N files, no gap"
 echo; echo PASS

@@ -84,6 +84,9 @@ start_iverd
 ctl settle --timeout 60 >/dev/null
 [ "$(js desynced)" = False ] || fail "desynced after restart"
 [ "$(js pending_extends)" = 0 ] || fail "pending extends after restart"
+# the crash is listed once, in the default PCR (a violation: all-0xFF in each extended bank)
+[ "$(grep -cE '^23 0{40} ima-ng sha256:0{64} iverd-gap:[0-9]+-[0-9]+$' "$D/run/ascii_runtime_measurements")" = 1 ] ||
+        fail "not exactly one gap entry in PCR 23 after one restart"
 sel=$(quote 0b01)
 verify 0b01 "$sel"
 

@@ -174,12 +174,40 @@ START_TEST(test_kernel_form_no_forgery) {
         iver_imalog_entry_free(forged);
 }
 END_TEST
+START_TEST(test_gap_name) {
+        char buf[IVER_IMA_GAP_NAME_MAX];
+        int64_t a = 7, b = 7;
+
+        ck_assert_int_eq(iver_imalog_gap_name(1700000000, 1700000042, buf), 0);
+        ck_assert_str_eq(buf, "iverd-gap:1700000000-1700000042");
+        ck_assert_int_eq(iver_imalog_gap_parse(buf, strlen(buf), &a, &b), 1);
+        ck_assert(a == 1700000000 && b == 1700000042);
+        ck_assert_int_eq(iver_imalog_gap_name(-1, 1700000042, buf), 0);
+        ck_assert_str_eq(buf, "iverd-gap:unknown-1700000042");
+        ck_assert_int_eq(iver_imalog_gap_parse(buf, strlen(buf), &a, &b), 1);
+        ck_assert(a == -1 && b == 1700000042);
+        ck_assert_int_eq(iver_imalog_gap_name(5, 4, buf), -EINVAL);
+        ck_assert_int_eq(iver_imalog_gap_name(0, -1, buf), -EINVAL);
+        /* not gap names: a path, a prefix alone, junk, reversed, signs, leading zeros, trailing bytes */
+        static const char *const no[] = { "/iverd-gap:1-2", "iverd-gap:", "iverd-gap:1", "iverd-gap:2-1",
+                                          "iverd-gap:+1-2", "iverd-gap:01-2", "iverd-gap:1-2x", "iverd-gap:1-2 ",
+                                          "iverd-gap:unknownx-2", "iverd-gap:1--2", "iverd-gap:99999999999999-1" };
+        a = b = 7;
+        for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+                ck_assert_msg(iver_imalog_gap_parse(no[i], strlen(no[i]), &a, &b) == 0, "%s", no[i]);
+        ck_assert(a == 7 && b == 7);
+        /* the length bounds the name: a NUL-free prefix of a longer buffer */
+        ck_assert_int_eq(iver_imalog_gap_parse("iverd-gap:1-23", 13, &a, &b), 1);
+        ck_assert(a == 1 && b == 2);
+}
+END_TEST
 static Suite *imalog_names_suite(void) {
         Suite *s = suite_create("imalog-names");
         TCase *tc = tcase_create("core");
         tcase_add_test(tc, test_weird_names_roundtrip);
         tcase_add_test(tc, test_kernel_form);
         tcase_add_test(tc, test_kernel_form_no_forgery);
+        tcase_add_test(tc, test_gap_name);
         tcase_set_timeout(tc, 120);
         suite_add_tcase(s, tc);
         return s;
