@@ -21,7 +21,9 @@ typedef struct QuoteWait {
 } QuoteWait;
 
 struct Evidence {
-        Manager *m;
+        sd_event *event;
+        const Reports *reports;         /* to the manager (report.h) */
+        bool scan_done;                 /* the initial measurement is done: churn limits apply */
         unsigned pcr;
         bool tpm_none;
         bool shared;                    /* PCR shared with the kernel's IMA, served by the TPM thread */

@@ -12,7 +12,6 @@
 #include "evidence-internal.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
 #include "tpm-thread.h"
 #include "thread.h"
 
@@ -80,7 +79,7 @@ int evidence_on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata
                         evidence_answer_quote(e, w, err < 0 ? NULL : q, err < 0 ? msg : NULL);
                 iver_tpm_quote_free(q);
         }
-        manager_maybe_settled(e->m);
+        report_settled(e->reports);
         return 0;
 }
 
@@ -183,7 +182,7 @@ int evidence_quote(Evidence *e, const uint8_t *nonce, size_t nonce_len, unsigned
         w->tag = ++e->next_tag;
         w->done = done;
         w->userdata = userdata;
-        r = sd_event_add_time_relative(e->m->event, &w->timer, CLOCK_MONOTONIC, QUOTE_TIMEOUT_USEC, 0, on_quote_timeout, w);
+        r = sd_event_add_time_relative(e->event, &w->timer, CLOCK_MONOTONIC, QUOTE_TIMEOUT_USEC, 0, on_quote_timeout, w);
         if (r >= 0)
                 r = tpm_thread_quote(e->tpm, w->tag, bank_mask, nonce, nonce_len);
         if (r < 0) {

@@ -30,7 +30,6 @@
 #include "iver/imalog.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
 #include "tpm-thread.h"
 #include "thread.h"
 
@@ -118,8 +117,8 @@ static int open_lists(Evidence *e, const IverConf *conf, IverImaFile **ret_serve
 static void recheck_path(const char *path, void *userdata) {
         Evidence *e = userdata;
         /* the cache holds a version that was not listed: hash again */
-        iver_check_invalidate(e->m->ctx, path);
-        manager_queue(e->m, path);
+        report_unlisted(e->reports, path);
+        report_check(e->reports, path);
 }
 
 static int on_churn_tick(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -149,20 +148,26 @@ static int on_relist(sd_event_source *s, uint64_t usec, void *userdata) {
         Evidence *e = userdata;
         if (!e->list_failing)
                 return 0;
-        (void) manager_rescan(e->m);
+        report_rescan(e->reports);
         (void) sd_event_source_set_time_relative(s, RELIST_USEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
 }
 
-int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
+void evidence_scan_done(Evidence *e) {
+        if (e)
+                e->scan_done = true;
+}
+
+int evidence_new(sd_event *event, const Reports *reports, const IverConf *conf, Evidence **ret) {
         Evidence *e = calloc(1, sizeof(*e));
         IverImaFile *served = NULL;
         int r;
 
         if (!e)
                 return -ENOMEM;
-        e->m = m;
+        e->event = event;
+        e->reports = reports;
         e->staged = calloc(GROUP_MAX, sizeof(*e->staged));
         if (!e->staged || churn_new(&e->churn) < 0) {
                 r = log_error_errno(-ENOMEM, "Cannot set up the measurement list: %m");
@@ -174,10 +179,10 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
         r = open_lists(e, conf, &served);
         if (r < 0)
                 goto fail;
-        if ((r = sd_event_add_time_relative(m->event, &e->relist, CLOCK_MONOTONIC, RELIST_USEC, 0, on_relist, e)) < 0 ||
+        if ((r = sd_event_add_time_relative(event, &e->relist, CLOCK_MONOTONIC, RELIST_USEC, 0, on_relist, e)) < 0 ||
             /* accuracy 1 ms: sd-event's default (0) lets a timer slip by up to 250 ms */
-            (r = sd_event_add_time_relative(m->event, &e->commit, CLOCK_MONOTONIC, GROUP_USEC, 1000, on_commit, e)) < 0 ||
-            (r = sd_event_add_time_relative(m->event, &e->churn_timer, CLOCK_MONOTONIC, CHURN_TICK_USEC, 0,
+            (r = sd_event_add_time_relative(event, &e->commit, CLOCK_MONOTONIC, GROUP_USEC, 1000, on_commit, e)) < 0 ||
+            (r = sd_event_add_time_relative(event, &e->churn_timer, CLOCK_MONOTONIC, CHURN_TICK_USEC, 0,
                                             on_churn_tick, e)) < 0) {
                 log_error_errno(r, "Cannot set up the measurement list timers: %m");
                 goto fail;
@@ -200,7 +205,7 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
                 log_error_errno(r, "Cannot start the TPM thread for '%s': %m", conf->tpm_tcti);
                 goto fail;
         }
-        r = sd_event_add_io(m->event, &e->tpm_io, tpm_thread_fd(e->tpm), EPOLLIN, evidence_on_tpm, e);
+        r = sd_event_add_io(event, &e->tpm_io, tpm_thread_fd(e->tpm), EPOLLIN, evidence_on_tpm, e);
         if (r < 0) {
                 log_error_errno(r, "Cannot set up the TPM thread: %m");
                 goto fail;
@@ -208,7 +213,7 @@ int evidence_new(Manager *m, const IverConf *conf, Evidence **ret) {
 sync:
         r = list_sync_new(iver_imalog_file_fd(e->file), e->tpm, &e->sync);
         if (r >= 0)
-                r = sd_event_add_io(m->event, &e->sync_io, list_sync_fd(e->sync), EPOLLIN, on_sync, e);
+                r = sd_event_add_io(event, &e->sync_io, list_sync_fd(e->sync), EPOLLIN, on_sync, e);
         if (r < 0) {
                 log_error_errno(r, "Cannot start the measurement list's sync thread: %m");
                 goto fail;
@@ -290,7 +295,7 @@ static int on_sync(sd_event_source *s, int fd, uint32_t revents, void *userdata)
         e->syncs = syncs;
         if (error < 0 && !e->broken)
                 evidence_break(e, error);
-        manager_maybe_settled(e->m);
+        report_settled(e->reports);
         return 0;
 }
 
@@ -310,14 +315,14 @@ static int commit(Evidence *e) {
                 e->list_failing = true;
                 evidence_break(e, r);
                 for (size_t i = 0; i < e->n_staged; i++) {
-                        iver_check_invalidate(e->m->ctx, e->staged[i]->path);
+                        report_unlisted(e->reports, e->staged[i]->path);
                         iver_imalog_entry_free(e->staged[i]);
                 }
                 e->n_staged = 0;
                 memset(e->staged_set, 0, sizeof(e->staged_set));
                 (void) sd_event_source_set_time_relative(e->relist, RELIST_USEC);
                 (void) sd_event_source_set_enabled(e->relist, SD_EVENT_ONESHOT);
-                manager_maybe_settled(e->m);
+                report_settled(e->reports);
                 return r;
         }
         e->commits++;
@@ -326,7 +331,7 @@ static int commit(Evidence *e) {
                  * stale: look at them now. */
                 log_notice("Measurement list writable again: re-checking what could not be listed");
                 e->list_failing = false;
-                (void) manager_rescan(e->m);
+                report_rescan(e->reports);
         }
         /* the list lives on disk from here: the entries in memory go */
         uint32_t pcrs = 0;
@@ -337,7 +342,7 @@ static int commit(Evidence *e) {
         list_sync_submit(e->sync, e->n_staged, iver_imalog_file_size(e->file), pcrs);
         e->n_staged = 0;
         memset(e->staged_set, 0, sizeof(e->staged_set));
-        manager_maybe_settled(e->m);
+        report_settled(e->reports);
         return 0;
 }
 
@@ -411,13 +416,13 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
         /* the initial measurement lists each file once: tracking starts after it
          * (no table entry for every file of a large tree); a use (an exec
          * waited for it) is always listed, whatever the inode's churn */
-        switch (e->m->initial_scan_done && !use ? churn_note(e->churn, o->id.dev, o->id.ino, path, now_usec())
+        switch (e->scan_done && !use ? churn_note(e->churn, o->id.dev, o->id.ino, path, now_usec())
                                                 : CHURN_LIST) {
         case CHURN_LIST:
                 break;
         case CHURN_LIMIT:
                 iver_imalog_entry_free(ent);
-                iver_check_invalidate(e->m->ctx, path);
+                report_unlisted(e->reports, path);
                 e->rate_limited++;
                 char why[160];
                 snprintf(why, sizeof(why), "churn: more than %d new versions in %llu s; not listed again until a backoff ends",
@@ -426,7 +431,7 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
                 return evidence_record_violation(e, path, d, o->digest.algo);
         case CHURN_SUPPRESS:
                 iver_imalog_entry_free(ent);
-                iver_check_invalidate(e->m->ctx, path);
+                report_unlisted(e->reports, path);
                 e->rate_limited++;
                 return 0;
         }

@@ -9,14 +9,20 @@
 #include "iver/policy.h"
 #include "iver/tpm.h"
 
-typedef struct Manager Manager;
+#include <systemd/sd-event.h>
+
+#include "report.h"
+
 typedef struct Evidence Evidence;
 
 /* The measurement list (write-ahead, in the runtime directory) and its extend
  * cursor, on the event loop; the TPM calls run on the TPM thread
  * (tpm-thread.h). Entries are written (group commit: one fdatasync per 10 ms
  * or 1,000 entries) before they are extended; extends run in list order. */
-int evidence_new(Manager *m, const IverConf *conf, Evidence **ret);
+int evidence_new(sd_event *event, const Reports *reports, const IverConf *conf, Evidence **ret);
+/* The initial measurement is done: from now on the churn limit applies to
+ * background listings (a use is never limited). */
+void evidence_scan_done(Evidence *e);
 Evidence *evidence_free(Evidence *e);
 /* A new measurement of path: stage a list entry (dedup by template digest);
  * evidence_flush() writes it ahead of its extend. Returns 1 when a new entry

@@ -99,6 +99,11 @@ static void on_report_unmeasurable(void *userdata, const char *path, int error) 
         manager_unmeasurable(userdata, path, error);
 }
 
+static void on_report_unlisted(void *userdata, const char *path) {
+        Manager *m = userdata;
+        iver_check_invalidate(m->ctx, path);
+}
+
 static void reports_init(Manager *m) {
         m->reports = (Reports) {
                 .userdata = m,
@@ -113,6 +118,7 @@ static void reports_init(Manager *m) {
                 .file_found = on_report_file_found,
                 .has_room = on_report_has_room,
                 .unmeasurable = on_report_unmeasurable,
+                .unlisted = on_report_unlisted,
         };
 }
 
@@ -305,6 +311,7 @@ void manager_maybe_settled(Manager *m) {
         scan_end(m);
         if (!m->initial_scan_done) {
                 m->initial_scan_done = true;
+                evidence_scan_done(m->evidence);
                 m->scan_estimate = walk_files_seen(m->walk);
                 send_status(m);
         }
@@ -597,7 +604,7 @@ int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
         }
 
         ex = IVERD_EXIT_EVIDENCE;
-        r = evidence_new(m, &m->conf, &m->evidence);
+        r = evidence_new(m->event, &m->reports, &m->conf, &m->evidence);
         if (r < 0)
                 goto fail; /* logged there */
         /* bound to the list just opened */

@@ -42,6 +42,10 @@ typedef struct Reports {
         bool (*has_room)(void *userdata, bool refill);
         /* path cannot be measured (error: -errno) */
         void (*unmeasurable)(void *userdata, const char *path, int error);
+        /* the version of path on record was not listed (the list could not
+         * be written, the churn limit held it back): it must be hashed again
+         * at its next check */
+        void (*unlisted)(void *userdata, const char *path);
 } Reports;
 
 static inline void report_check(const Reports *r, const char *path) {
@@ -84,4 +88,8 @@ static inline bool report_file_found(const Reports *r, const char *path, const I
 }
 static inline bool report_has_room(const Reports *r, bool refill) {
         return r && r->has_room ? r->has_room(r->userdata, refill) : true;
+}
+static inline void report_unlisted(const Reports *r, const char *path) {
+        if (r && r->unlisted)
+                r->unlisted(r->userdata, path);
 }
