@@ -93,7 +93,8 @@ static int parse_pcr(const char **p, const char *end, uint32_t *ret_pcr) {
 }
 
 /* The template digest's hex. */
-static int parse_template_digest(const char **p, const char *end, uint8_t ret_tdigest[static IVER_IMA_TEMPLATE_DIGEST_SIZE]) {
+static int parse_template_digest(const char **p, const char *end,
+                                 uint8_t ret_tdigest[static IVER_IMA_TEMPLATE_DIGEST_SIZE]) {
         const char *tok;
         size_t tl;
         int r;
