@@ -135,62 +135,112 @@ IverHashAlgo iver_appraise_xattr_hash_algo(const uint8_t *value, size_t size) {
         return hash_from_kernel(value[2]);
 }
 
-int iver_appraise_xattr(const IverKeyring *kr, const uint8_t *value, size_t size,
-                        const IverDigest *file_digest, IverAppraisal *ret) {
-        IverAppraisal a = { .algo = _IVER_HASH_INVALID };
-        bool key_known = false, via_kernel = false;
-        int verified = 0, r;
-
-        if (!kr || !file_digest || !ret || (!value && size > 0))
-                return -EINVAL;
-
+/* The v2 signature header, checked in the kernel's order. Sets a's key id and hash and
+ * returns true when the signature is there to verify; false with a's verdict set if not. */
+static bool check_header(const uint8_t *value, size_t size, IverAppraisal *a) {
         if (size == 0) {
-                appraisal_set(&a, IVER_APPRAISAL_MISSING, "no security.ima");
-                goto done;
+                appraisal_set(a, IVER_APPRAISAL_MISSING, "no security.ima");
+                return false;
         }
         if (value[0] == IVER_IMA_VERITY_DIGSIG) {
-                appraisal_set(&a, IVER_APPRAISAL_FAIL, "fs-verity signature (type 6) not supported");
-                goto done;
+                appraisal_set(a, IVER_APPRAISAL_FAIL, "fs-verity signature (type 6) not supported");
+                return false;
         }
         if (value[0] != IVER_IMA_XATTR_DIGSIG) {
                 /* A hash (0x01, 0x04) or an EVM value: there is no signature. */
-                appraisal_set(&a, IVER_APPRAISAL_MISSING, "security.ima holds no signature");
-                goto done;
+                appraisal_set(a, IVER_APPRAISAL_MISSING, "security.ima holds no signature");
+                return false;
         }
         if (size < 2) {
-                appraisal_set(&a, IVER_APPRAISAL_FAIL, "truncated signature header");
-                goto done;
+                appraisal_set(a, IVER_APPRAISAL_FAIL, "truncated signature header");
+                return false;
         }
         if (value[1] != 2) {
-                appraisal_set(&a, IVER_APPRAISAL_FAIL, "signature version not supported (only v2)");
-                goto done;
+                appraisal_set(a, IVER_APPRAISAL_FAIL, "signature version not supported (only v2)");
+                return false;
         }
         /* The kernel's checks, in its order: a header and at least one byte,
          * sig_size exactly the rest. */
         if (size <= IVER_IMA_SIG_V2_HDR_SIZE) {
-                appraisal_set(&a, IVER_APPRAISAL_FAIL, "truncated signature header");
-                goto done;
+                appraisal_set(a, IVER_APPRAISAL_FAIL, "truncated signature header");
+                return false;
         }
-        const uint8_t *sig = value + IVER_IMA_SIG_V2_HDR_SIZE;
         size_t sig_len = size - IVER_IMA_SIG_V2_HDR_SIZE;
         if (((size_t) value[7] << 8 | value[8]) != sig_len) {
-                appraisal_set(&a, IVER_APPRAISAL_FAIL, "signature length does not match the xattr size");
-                goto done;
+                appraisal_set(a, IVER_APPRAISAL_FAIL, "signature length does not match the xattr size");
+                return false;
         }
-        a.keyid = be32(value + 3);
-        a.algo = hash_from_kernel(value[2]);
+        a->keyid = be32(value + 3);
+        a->algo = hash_from_kernel(value[2]);
+        return true;
+}
 
-        for (size_t i = 0; i < kr->n_keys && !key_known; i++)
-                key_known = kr->keys[i].keyid == a.keyid;
-        for (size_t i = 0; i < kr->n_kernel && !key_known; i++) {
+/* 1 if a key of the set or of a kernel keyring has this id, 0 if none, -errno. */
+static int key_known(const IverKeyring *kr, uint32_t keyid) {
+        bool known = false;
+
+        for (size_t i = 0; i < kr->n_keys && !known; i++)
+                known = kr->keys[i].keyid == keyid;
+        for (size_t i = 0; i < kr->n_kernel && !known; i++) {
                 char desc[16];
-                snprintf(desc, sizeof desc, "id:%08x", a.keyid);
+                snprintf(desc, sizeof desc, "id:%08x", keyid);
                 if (keyctl_search(kr->kernel[i], "asymmetric", desc, 0) >= 0)
-                        key_known = true;
+                        known = true;
                 else if (errno != ENOKEY && errno != EKEYREVOKED && errno != EKEYEXPIRED)
                         return kernel_error();
         }
-        if (!key_known) {
+        return known;
+}
+
+/* 1 if a key with a's id verifies the signature (*ret_via_kernel: a kernel keyring's),
+ * 0 if none does, -errno. */
+static int verify_with_keys(const IverKeyring *kr, const IverAppraisal *a, const IverDigest *file_digest,
+                            const uint8_t *sig, size_t sig_len, bool *ret_via_kernel) {
+        bool via_kernel = false;
+        int verified = 0, r;
+
+        /* 32-bit key ids collide: any key with the id that verifies will do,
+         * as for the kernel, whose search also takes the first match. */
+        for (size_t i = 0; i < kr->n_keys && verified == 0; i++) {
+                if (kr->keys[i].keyid != a->keyid)
+                        continue;
+                r = verify_software(&kr->keys[i], a->algo, file_digest->bytes, file_digest->len, sig, sig_len);
+                if (r < 0 && r != -EOPNOTSUPP)
+                        return r;
+                verified = r > 0;
+        }
+        for (size_t i = 0; i < kr->n_kernel && verified == 0; i++) {
+                r = verify_kernel(kr->kernel[i], a->keyid, a->algo, file_digest->bytes, file_digest->len, sig,
+                                  sig_len);
+                if (r == -ENOKEY)
+                        continue;  /* not in this keyring, or unlinked since the lookup */
+                if (r < 0)
+                        return r == -EOPNOTSUPP ? -EIO : r;
+                verified = r;
+                via_kernel = r > 0;
+        }
+        *ret_via_kernel = via_kernel;
+        return verified;
+}
+
+int iver_appraise_xattr(const IverKeyring *kr, const uint8_t *value, size_t size,
+                        const IverDigest *file_digest, IverAppraisal *ret) {
+        IverAppraisal a = { .algo = _IVER_HASH_INVALID };
+        bool via_kernel = false;
+        int verified, r;
+
+        if (!kr || !file_digest || !ret || (!value && size > 0))
+                return -EINVAL;
+
+        if (!check_header(value, size, &a))
+                goto done;
+        const uint8_t *sig = value + IVER_IMA_SIG_V2_HDR_SIZE;
+        size_t sig_len = size - IVER_IMA_SIG_V2_HDR_SIZE;
+
+        r = key_known(kr, a.keyid);
+        if (r < 0)
+                return r;
+        if (r == 0) {
                 appraisal_set(&a, IVER_APPRAISAL_UNKNOWN_KEY, "no key with the signature's key id");
                 goto done;
         }
@@ -203,26 +253,9 @@ int iver_appraise_xattr(const IverKeyring *kr, const uint8_t *value, size_t size
         if (file_digest->len != iver_hash_algo_size(a.algo))
                 return -EINVAL;
 
-        /* 32-bit key ids collide: any key with the id that verifies will do,
-         * as for the kernel, whose search also takes the first match. */
-        for (size_t i = 0; i < kr->n_keys && verified == 0; i++) {
-                if (kr->keys[i].keyid != a.keyid)
-                        continue;
-                r = verify_software(&kr->keys[i], a.algo, file_digest->bytes, file_digest->len, sig, sig_len);
-                if (r < 0 && r != -EOPNOTSUPP)
-                        return r;
-                verified = r > 0;
-        }
-        for (size_t i = 0; i < kr->n_kernel && verified == 0; i++) {
-                r = verify_kernel(kr->kernel[i], a.keyid, a.algo, file_digest->bytes, file_digest->len, sig,
-                                  sig_len);
-                if (r == -ENOKEY)
-                        continue;  /* not in this keyring, or unlinked since the lookup */
-                if (r < 0)
-                        return r == -EOPNOTSUPP ? -EIO : r;
-                verified = r;
-                via_kernel = r > 0;
-        }
+        verified = verify_with_keys(kr, &a, file_digest, sig, sig_len, &via_kernel);
+        if (verified < 0)
+                return verified;
         if (verified > 0) {
                 a.kernel_key = via_kernel;
                 appraisal_set(&a, IVER_APPRAISAL_VALID, "signature verified");

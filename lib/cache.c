@@ -190,6 +190,97 @@ int iver_cache_put(IverCache *c, const IverEntry *src, const char *path, size_t 
                                     iver_cache_find_inode(c, src->id.dev, src->id.ino), ret_idx);
 }
 
+/* Room for one more entry: both indexes and, at a chunk boundary, a new chunk. */
+static int reserve_entry(IverCache *c) {
+        int r;
+
+        if (c->n >= MAX_ENTRIES)
+                return -E2BIG;
+        r = cache_index_reserve(c, &c->by_inode, c->n + 1);
+        if (r < 0)
+                return r;
+        r = cache_index_reserve(c, &c->by_path, c->n + 1);
+        if (r < 0)
+                return r;
+        if ((c->n >> ENTRY_CHUNK_SHIFT) >= c->n_chunks) {
+                CacheEntry **ch = realloc(c->chunks, (c->n_chunks + 1) * sizeof(*ch));
+                if (!ch)
+                        return -ENOMEM;
+                c->chunks = ch;
+                ch[c->n_chunks] = malloc(ENTRY_CHUNK * sizeof(CacheEntry));
+                if (!ch[c->n_chunks])
+                        return -ENOMEM;
+                c->n_chunks++;
+        }
+        return 0;
+}
+
+/* A new entry for src, named base in directory d (whose reference it takes). */
+static int insert_entry(IverCache *c, const IverEntry *src, uint32_t d, const char *base, size_t blen,
+                        uint32_t *ret_idx) {
+        uint32_t idx;
+        int r;
+
+        r = reserve_entry(c);
+        if (r < 0) {
+                cache_dir_unref_if_unused(c, d);
+                return r;
+        }
+        CacheEntry *e = entry(c, c->n);
+        memset(e, 0, sizeof(*e));
+        fill(e, src);
+        r = store_name(c, d, base, blen, &e->name_off);
+        if (r < 0) {
+                cache_dir_unref_if_unused(c, d);
+                return r;
+        }
+        r = store_digest(c, e, false, src);
+        if (r < 0) {
+                drop_name(c, e);
+                return r;
+        }
+        idx = c->n++;
+        cache_index_insert(c, &c->by_inode, idx);
+        cache_index_insert(c, &c->by_path, idx);
+        *ret_idx = idx;
+        return 0;
+}
+
+/* Entry idx updated from src, renamed to base in directory d if its name differs. */
+static int update_entry(IverCache *c, const IverEntry *src, uint32_t idx, uint32_t d, const char *base,
+                        size_t blen) {
+        CacheEntry *e = entry(c, idx);
+        bool had_digest = e->flags & IVER_ENTRY_MEASURED;
+        uint32_t od;
+        size_t olen;
+        int r;
+
+        const uint8_t *ob = name_bytes(c, e, &od, &olen);
+        if (od != d || olen != blen || memcmp(ob, base, blen) != 0) {
+                uint32_t off;
+                r = store_name(c, d, base, blen, &off);
+                if (r < 0) {
+                        cache_dir_unref_if_unused(c, d);
+                        return r;
+                }
+                cache_index_delete(c, &c->by_path, cache_index_slot_of(c, &c->by_path, idx));
+                drop_name(c, e);
+                e->name_off = off;
+                cache_index_insert(c, &c->by_path, idx);
+        }
+        r = store_digest(c, e, had_digest, src);
+        if (r < 0)
+                return r;
+        uint32_t keep_off = e->name_off, keep_doff = e->digest_off;
+        uint8_t keep_algo = e->algo;
+        fill(e, src);
+        e->name_off = keep_off;
+        e->digest_off = keep_doff;
+        e->algo = keep_algo;
+        cache_maybe_compact(c);
+        return 0;
+}
+
 int iver_cache_put_found(IverCache *c, const IverEntry *src, const char *path, size_t path_len, uint32_t holder,
                          uint32_t idx, uint32_t *ret_idx) {
         int r;
@@ -213,75 +304,12 @@ int iver_cache_put_found(IverCache *c, const IverEntry *src, const char *path, s
         if (r < 0)
                 return r;
 
-        if (idx == IVER_CACHE_NONE) {
-                if (c->n >= MAX_ENTRIES)
-                        r = -E2BIG;
-                if (r >= 0)
-                        r = cache_index_reserve(c, &c->by_inode, c->n + 1);
-                if (r >= 0)
-                        r = cache_index_reserve(c, &c->by_path, c->n + 1);
-                if (r >= 0 && (c->n >> ENTRY_CHUNK_SHIFT) >= c->n_chunks) {
-                        CacheEntry **ch = realloc(c->chunks, (c->n_chunks + 1) * sizeof(*ch));
-                        if (!ch)
-                                r = -ENOMEM;
-                        else {
-                                c->chunks = ch;
-                                ch[c->n_chunks] = malloc(ENTRY_CHUNK * sizeof(CacheEntry));
-                                if (!ch[c->n_chunks])
-                                        r = -ENOMEM;
-                                else
-                                        c->n_chunks++;
-                        }
-                }
-                if (r < 0) {
-                        cache_dir_unref_if_unused(c, d);
-                        return r;
-                }
-                CacheEntry *e = entry(c, c->n);
-                memset(e, 0, sizeof(*e));
-                fill(e, src);
-                r = store_name(c, d, base, blen, &e->name_off);
-                if (r < 0) {
-                        cache_dir_unref_if_unused(c, d);
-                        return r;
-                }
-                r = store_digest(c, e, false, src);
-                if (r < 0) {
-                        drop_name(c, e);
-                        return r;
-                }
-                idx = c->n++;
-                cache_index_insert(c, &c->by_inode, idx);
-                cache_index_insert(c, &c->by_path, idx);
-        } else {
-                CacheEntry *e = entry(c, idx);
-                bool had_digest = e->flags & IVER_ENTRY_MEASURED;
-                uint32_t od;
-                size_t olen;
-                const uint8_t *ob = name_bytes(c, e, &od, &olen);
-                if (od != d || olen != blen || memcmp(ob, base, blen) != 0) {
-                        uint32_t off;
-                        r = store_name(c, d, base, blen, &off);
-                        if (r < 0) {
-                                cache_dir_unref_if_unused(c, d);
-                                return r;
-                        }
-                        cache_index_delete(c, &c->by_path, cache_index_slot_of(c, &c->by_path, idx));
-                        drop_name(c, e);
-                        e->name_off = off;
-                        cache_index_insert(c, &c->by_path, idx);
-                }
-                r = store_digest(c, e, had_digest, src);
-                if (r < 0)
-                        return r;
-                uint32_t keep_off = e->name_off, keep_doff = e->digest_off;
-                uint8_t keep_algo = e->algo;
-                fill(e, src);
-                e->name_off = keep_off;
-                e->digest_off = keep_doff;
-                e->algo = keep_algo;
-                cache_maybe_compact(c);
-        }
+        if (idx == IVER_CACHE_NONE)
+                r = insert_entry(c, src, d, base, blen, &idx);
+        else
+                r = update_entry(c, src, idx, d, base, blen);
+        if (r < 0)
+                return r;
         if (ret_idx)
                 *ret_idx = idx;
         return 0;

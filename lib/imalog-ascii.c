@@ -69,21 +69,14 @@ static int token(const char **p, const char *end, const char **ret_tok, size_t *
         return 0;
 }
 
-int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **ret) {
-        const char *p = line, *end = line + len, *tok;
-        uint8_t tdigest[IVER_IMA_TEMPLATE_DIGEST_SIZE], digest[IVER_DIGEST_MAX];
-        char buf[IVER_IMA_NAME_MAX + 1];
+/* "<pcr>": decimal, below IVER_IMA_PCR_MAX. */
+static int parse_pcr(const char **p, const char *end, uint32_t *ret_pcr) {
+        const char *tok;
         size_t tl;
         uint32_t pcr = 0;
         int r;
 
-        if (len > 0 && end[-1] == '\n')
-                end--;
-        if (memchr(line, '\n', end - line))
-                return -EBADMSG;
-        while (p < end && *p == ' ')
-                p++;
-        r = token(&p, end, &tok, &tl);
+        r = token(p, end, &tok, &tl);
         if (r < 0)
                 return r;
         if (tl > 9)
@@ -95,14 +88,33 @@ int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **re
         }
         if (pcr >= IVER_IMA_PCR_MAX)
                 return -EBADMSG;
+        *ret_pcr = pcr;
+        return 0;
+}
 
-        r = token(&p, end, &tok, &tl);
+/* The template digest's hex. */
+static int parse_template_digest(const char **p, const char *end,
+                                 uint8_t ret_tdigest[static IVER_IMA_TEMPLATE_DIGEST_SIZE]) {
+        const char *tok;
+        size_t tl;
+        int r;
+
+        r = token(p, end, &tok, &tl);
         if (r < 0)
                 return r;
-        if (tl != 2 * sizeof(tdigest) || hex_get(tok, tl, tdigest) < 0)
+        if (tl != 2 * IVER_IMA_TEMPLATE_DIGEST_SIZE || hex_get(tok, tl, ret_tdigest) < 0)
                 return -EBADMSG;
+        return 0;
+}
 
-        r = token(&p, end, &tok, &tl);
+/* The template's name, one we know. */
+static int parse_template(const char **p, const char *end, IverImaTemplate *ret_t) {
+        char buf[IVER_IMA_NAME_MAX + 1];
+        const char *tok;
+        size_t tl;
+        int r;
+
+        r = token(p, end, &tok, &tl);
         if (r < 0)
                 return r;
         if (tl > IVER_IMA_NAME_MAX)
@@ -112,9 +124,19 @@ int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **re
         IverImaTemplate t = iver_imalog_template_from_string(buf);
         if (t < 0)
                 return -EOPNOTSUPP;
+        *ret_t = t;
+        return 0;
+}
 
-        /* "<algo>:<hex>" ("ima": the SHA-1 hex alone) */
-        r = token(&p, end, &tok, &tl);
+/* "<algo>:<hex>" ("ima": the SHA-1 hex alone) */
+static int parse_file_digest(const char **p, const char *end, IverImaTemplate t, IverHashAlgo *ret_algo,
+                             uint8_t ret_digest[static IVER_DIGEST_MAX], size_t *ret_dlen) {
+        char buf[IVER_IMA_NAME_MAX + 1];
+        const char *tok;
+        size_t tl;
+        int r;
+
+        r = token(p, end, &tok, &tl);
         if (r < 0)
                 return r;
         const char *colon = tok - 1;
@@ -130,14 +152,21 @@ int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **re
                         return -EOPNOTSUPP;
         }
         size_t hl = tl - (colon + 1 - tok), dlen = iver_hash_algo_size(algo);
-        if (hl != 2 * dlen || hex_get(colon + 1, hl, digest) < 0)
+        if (hl != 2 * dlen || hex_get(colon + 1, hl, ret_digest) < 0)
                 return -EBADMSG;
+        *ret_algo = algo;
+        *ret_dlen = dlen;
+        return 0;
+}
 
-        /* The rest is the path; for ima-sig, then " " and the signature's hex
-         * (empty for no signature): the path ends at the last space. */
-        const char *path = p, *path_end = end;
+/* The rest is the path; for ima-sig, then " " and the signature's hex
+ * (empty for no signature): the path ends at the last space. */
+static int parse_path_and_extra(const char *p, const char *end, IverImaTemplate t, const char **ret_path_end,
+                                uint8_t **ret_sig, size_t *ret_sig_len) {
+        const char *path_end = end;
         _cleanup_free_ uint8_t *sig = NULL;
         size_t sig_len = 0;
+
         if (iver_imalog_has_extra(t)) {
                 const char *sp = memrchr(p, ' ', end - p);
                 if (!sp)
@@ -154,8 +183,48 @@ int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **re
                                 return -EBADMSG;
                 }
         }
-        if (memchr(path, 0, path_end - path))
+        if (memchr(p, 0, path_end - p))
                 return -EBADMSG;
+        *ret_path_end = path_end;
+        *ret_sig = TAKE_PTR(sig);
+        *ret_sig_len = sig_len;
+        return 0;
+}
+
+int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **ret) {
+        const char *p = line, *end = line + len;
+        uint8_t tdigest[IVER_IMA_TEMPLATE_DIGEST_SIZE], digest[IVER_DIGEST_MAX];
+        IverImaTemplate t;
+        IverHashAlgo algo;
+        size_t dlen;
+        uint32_t pcr = 0;
+        int r;
+
+        if (len > 0 && end[-1] == '\n')
+                end--;
+        if (memchr(line, '\n', end - line))
+                return -EBADMSG;
+        while (p < end && *p == ' ')
+                p++;
+        r = parse_pcr(&p, end, &pcr);
+        if (r < 0)
+                return r;
+        r = parse_template_digest(&p, end, tdigest);
+        if (r < 0)
+                return r;
+        r = parse_template(&p, end, &t);
+        if (r < 0)
+                return r;
+        r = parse_file_digest(&p, end, t, &algo, digest, &dlen);
+        if (r < 0)
+                return r;
+
+        const char *path = p, *path_end;
+        _cleanup_free_ uint8_t *sig = NULL;
+        size_t sig_len = 0;
+        r = parse_path_and_extra(p, end, t, &path_end, &sig, &sig_len);
+        if (r < 0)
+                return r;
 
         bool violation = iver_imalog_all_zero(tdigest, sizeof(tdigest));
         _cleanup_(iver_imalog_entry_freep) IverImaEntry *e = NULL;

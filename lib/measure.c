@@ -125,23 +125,12 @@ static bool same_observation(IverCookieSource source, const IverStat *a, const I
         return a->dev == b->dev && a->ino == b->ino && a->gen == b->gen && iver_cookie_equal(&ca, &cb);
 }
 
-/* One attempt on an open fd. Returns 1 when the result is final (stable,
- * provisional, not regular), 0 to retry, -errno on error. */
-static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD_CTX *ctx, bool may_lease,
-                   bool closing, const IverStat *pre, int64_t pre_at, IverMeasurement *m) {
-        bool want_version = o->source == IVER_COOKIE_STATX_VERSION;
-        IverStat before, after;
-        IverDigest d = {};
-        bool leased = false;
+/* The "before" observation: the caller's or a fresh statx, with the size bound and the
+ * generation. Returns 1 when the file is not to be hashed (m says why), 0 to hash it. */
+static int observe_before(int fd, const IverMeasureOptions *o, bool want_version, const IverStat *pre,
+                          int64_t pre_at, IverMeasurement *m, IverStat *ret_before) {
+        IverStat before;
         int r;
-
-        if (may_lease) {
-                if (fcntl(fd, F_SETLEASE, F_RDLCK) == 0)
-                        leased = true;
-                /* EAGAIN: open writers or writable mappings; EACCES: not our
-                 * file and no CAP_LEASE; EINVAL: fs without leases. All end
-                 * in a provisional result. */
-        }
 
         if (pre) {
                 /* the caller's statx, taken before the open (and so before the
@@ -154,12 +143,10 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
                 m->started_at = iver_now_ns();
                 r = iver_stat_fd(o->statx, fd, want_version, &before);
                 if (r < 0)
-                        goto out;
+                        return r;
         }
-        if (o->max_size > 0 && S_ISREG(before.mode) && before.size > o->max_size) {
-                r = -EFBIG;
-                goto out;
-        }
+        if (o->max_size > 0 && S_ISREG(before.mode) && before.size > o->max_size)
+                return -EFBIG;
         struct statfs sfs;
         if (!S_ISREG(before.mode) ||
             (!(o->fs_dev_checked && before.dev == o->fs_dev) && fstatfs(fd, &sfs) == 0 &&
@@ -167,8 +154,7 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
                 /* a pseudo filesystem's file (proc, sysfs…) is never hashed: lib/pseudofs.h */
                 m->st = before;
                 m->status = IVER_MEASURE_NOT_REGULAR;
-                r = 1;
-                goto out;
+                return 1;
         }
         if (!before.has_btime && o->getversion >= 0) {
                 /* FS_IOC_GETVERSION: the generation where btime is missing (ext4/xfs
@@ -177,18 +163,26 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
                 if (ioctl(fd, FS_IOC_GETVERSION, &gen) == 0)
                         before.gen = (uint32_t) gen;
         }
+        *ret_before = before;
+        return 0;
+}
 
-        int64_t n = hash_range(fd, md, ctx, leased, o->chunk_size ?: DEFAULT_CHUNK, before.size, o->cancel, &d,
+/* Hashes the file and keeps the digest only if the statx after matches "before":
+ * 1 with a result, 0 to retry. */
+static int hash_and_compare(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD_CTX *ctx, bool leased,
+                            bool want_version, const IverStat *before, IverMeasurement *m) {
+        IverStat after;
+        IverDigest d = {};
+        int r;
+
+        int64_t n = hash_range(fd, md, ctx, leased, o->chunk_size ?: DEFAULT_CHUNK, before->size, o->cancel, &d,
                                o->algo);
         if (n == -EAGAIN) {
                 m->lease_broken = true;
-                r = 0;
-                goto out;
+                return 0;
         }
-        if (n < 0) {
-                r = (int) n;
-                goto out;
-        }
+        if (n < 0)
+                return (int) n;
         m->bytes_hashed += (uint64_t) n;
         if (o->read_ima_xattr) {
                 /* between hash and closing statx: covered by the cookie check */
@@ -198,8 +192,8 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
 
         r = iver_stat_fd(o->statx, fd, want_version, &after);
         if (r < 0)
-                goto out;
-        after.gen = before.gen;
+                return r;
+        after.gen = before->gen;
         /* A file hashed in one chunk is not polled: while the lease was held
          * no writer could open it (a breaking open waits for us, or fails
          * with O_NONBLOCK) and no writable mapping could exist, and a writer
@@ -209,18 +203,36 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
          * existed under this cookie; the waiting writer is let in by close. */
         if (leased && (uint64_t) n > (o->chunk_size ?: DEFAULT_CHUNK) && fcntl(fd, F_GETLEASE) != F_RDLCK) {
                 m->lease_broken = true;
-                r = 0;
-                goto out;
+                return 0;
         }
-        if (!same_observation(o->source, &before, &after) || (uint64_t) n != before.size) {
-                r = 0;
-                goto out;
-        }
-        m->st = before;
+        if (!same_observation(o->source, before, &after) || (uint64_t) n != before->size)
+                return 0;
+        m->st = *before;
         m->digest = d;
         m->status = leased ? IVER_MEASURE_STABLE : IVER_MEASURE_PROVISIONAL;
-        r = 1;
-out:
+        return 1;
+}
+
+/* One attempt on an open fd. Returns 1 when the result is final (stable,
+ * provisional, not regular), 0 to retry, -errno on error. */
+static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD_CTX *ctx, bool may_lease,
+                   bool closing, const IverStat *pre, int64_t pre_at, IverMeasurement *m) {
+        bool want_version = o->source == IVER_COOKIE_STATX_VERSION;
+        IverStat before;
+        bool leased = false;
+        int r;
+
+        if (may_lease) {
+                if (fcntl(fd, F_SETLEASE, F_RDLCK) == 0)
+                        leased = true;
+                /* EAGAIN: open writers or writable mappings; EACCES: not our
+                 * file and no CAP_LEASE; EINVAL: fs without leases. All end
+                 * in a provisional result. */
+        }
+
+        r = observe_before(fd, o, want_version, pre, pre_at, m, &before);
+        if (r == 0)
+                r = hash_and_compare(fd, o, md, ctx, leased, want_version, &before, m);
         /* closing: the caller closes fd right after a final result, and the
          * close ends the lease (one fcntl fewer a file) */
         if (leased && (r == 0 || !closing))

@@ -127,56 +127,70 @@ static int parse_attest(const uint8_t *msg, size_t len, Attest *a, char *err, si
         return 0;
 }
 
-static int verify_signature(const char *pem, size_t pem_len, const uint8_t *msg, size_t msg_len,
-                            const uint8_t *sig, size_t sig_len, char *err, size_t errsz) {
-        Reader r = { .p = sig, .end = sig + sig_len };
-        EVP_PKEY *pkey = NULL;
-        EVP_MD_CTX *ctx = NULL;
-        ECDSA_SIG *es = NULL;
-        BIGNUM *br = NULL, *bs = NULL;
+/* An ECDSA signature's (r, s) as the DER that OpenSSL verifies; *ret_der is the caller's. */
+static int ecdsa_to_der(const uint8_t *rp, size_t rl, const uint8_t *sp, size_t sl, uint8_t **ret_der,
+                        size_t *ret_len) {
+        ECDSA_SIG *es = ECDSA_SIG_new();
+        BIGNUM *br = BN_bin2bn(rp, rl, NULL), *bs = BN_bin2bn(sp, sl, NULL);
         uint8_t *der = NULL;
-        const uint8_t *raw;
+        int der_len, k = -ENOMEM;
+
+        if (!es || !br || !bs || ECDSA_SIG_set0(es, br, bs) != 1)
+                goto out;
+        br = bs = NULL;
+        der_len = i2d_ECDSA_SIG(es, &der);
+        if (der_len <= 0)
+                goto out;
+        *ret_der = TAKE_PTR(der);
+        *ret_len = der_len;
+        k = 0;
+out:
+        OPENSSL_free(der);
+        ECDSA_SIG_free(es);
+        BN_free(br);
+        BN_free(bs);
+        return k;
+}
+
+/* TPMT_SIGNATURE: the hash it signs with and the bytes OpenSSL verifies (for ECDSA they are
+ * DER in *ret_der, which the caller frees). */
+static int parse_signature(const uint8_t *sig, size_t sig_len, IverHashAlgo *ret_hash, uint8_t **ret_der,
+                           const uint8_t **ret_raw, size_t *ret_raw_len, char *err, size_t errsz) {
+        Reader r = { .p = sig, .end = sig + sig_len };
         size_t raw_len = 0;
-        int der_len = 0, k = -EBADMSG;
+        int k;
 
         uint32_t alg = be(&r, 2), hash = be(&r, 2);
         IverHashAlgo h = algo_from_tpm(hash);
-        if (r.bad || h < 0) {
-                snprintf(err, errsz, "quote.sig: malformed or unsupported hash");
-                goto out;
-        }
+        if (r.bad || h < 0)
+                return snprintf(err, errsz, "quote.sig: malformed or unsupported hash"), -EBADMSG;
         if (alg == TPM_ALG_ECDSA) {
                 size_t rl, sl;
                 const uint8_t *rp = tpm2b(&r, &rl), *sp = tpm2b(&r, &sl);
-                if (r.bad || r.p != r.end) {
-                        snprintf(err, errsz, "quote.sig: malformed ECDSA signature");
-                        goto out;
-                }
-                es = ECDSA_SIG_new();
-                br = BN_bin2bn(rp, rl, NULL);
-                bs = BN_bin2bn(sp, sl, NULL);
-                if (!es || !br || !bs || ECDSA_SIG_set0(es, br, bs) != 1) {
-                        k = -ENOMEM;
-                        goto out;
-                }
-                br = bs = NULL;
-                der_len = i2d_ECDSA_SIG(es, &der);
-                if (der_len <= 0) {
-                        k = -ENOMEM;
-                        goto out;
-                }
-                raw = der;
-                raw_len = der_len;
+                if (r.bad || r.p != r.end)
+                        return snprintf(err, errsz, "quote.sig: malformed ECDSA signature"), -EBADMSG;
+                k = ecdsa_to_der(rp, rl, sp, sl, ret_der, &raw_len);
+                if (k < 0)
+                        return k;
+                *ret_raw = *ret_der;
         } else if (alg == TPM_ALG_RSASSA) {
-                raw = tpm2b(&r, &raw_len);
-                if (r.bad || r.p != r.end) {
-                        snprintf(err, errsz, "quote.sig: malformed RSASSA signature");
-                        goto out;
-                }
-        } else {
-                snprintf(err, errsz, "quote.sig: unsupported signature scheme 0x%04x", alg);
-                goto out;
-        }
+                const uint8_t *raw = tpm2b(&r, &raw_len);
+                if (r.bad || r.p != r.end)
+                        return snprintf(err, errsz, "quote.sig: malformed RSASSA signature"), -EBADMSG;
+                *ret_raw = raw;
+        } else
+                return snprintf(err, errsz, "quote.sig: unsupported signature scheme 0x%04x", alg), -EBADMSG;
+        *ret_hash = h;
+        *ret_raw_len = raw_len;
+        return 0;
+}
+
+/* The signature bytes checked over msg with the AK's PEM public key. */
+static int verify_with_ak(const char *pem, size_t pem_len, IverHashAlgo h, const uint8_t *raw, size_t raw_len,
+                          const uint8_t *msg, size_t msg_len, char *err, size_t errsz) {
+        EVP_PKEY *pkey = NULL;
+        EVP_MD_CTX *ctx = NULL;
+        int k = -EBADMSG;
 
         BIO *bio = BIO_new_mem_buf(pem, (int) pem_len);
         if (bio) {
@@ -202,10 +216,20 @@ static int verify_signature(const char *pem, size_t pem_len, const uint8_t *msg,
 out:
         EVP_MD_CTX_free(ctx);
         EVP_PKEY_free(pkey);
+        return k;
+}
+
+static int verify_signature(const char *pem, size_t pem_len, const uint8_t *msg, size_t msg_len,
+                            const uint8_t *sig, size_t sig_len, char *err, size_t errsz) {
+        const uint8_t *raw = NULL;
+        uint8_t *der = NULL;
+        size_t raw_len = 0;
+        IverHashAlgo h;
+
+        int k = parse_signature(sig, sig_len, &h, &der, &raw, &raw_len, err, errsz);
+        if (k >= 0)
+                k = verify_with_ak(pem, pem_len, h, raw, raw_len, msg, msg_len, err, errsz);
         OPENSSL_free(der);
-        ECDSA_SIG_free(es);
-        BN_free(br);
-        BN_free(bs);
         return k;
 }
 
@@ -217,6 +241,108 @@ __attribute__((format(printf, 3, 4))) static void fail(IverQuoteReport *rep, uns
         va_start(ap, fmt);
         vsnprintf(rep->message, sizeof(rep->message), fmt, ap);
         va_end(ap);
+}
+
+/* pcrs.out must have one digest for every selected (bank, PCR), in order; true when it hashes
+ * to the quoted PCR digest. */
+static bool check_pcrs(const Attest *a, const uint8_t *pcrs, size_t pcrs_len, IverQuoteReport *rep) {
+        size_t want = 0;
+        for (size_t b = 0; b < a->n_banks; b++) {
+                rep->bank_mask |= IVER_TPM_BANK(a->banks[b]);
+                rep->pcr_mask |= a->pcr_mask[b];
+                want += iver_hash_algo_size(a->banks[b]) * __builtin_popcount(a->pcr_mask[b]);
+        }
+        IverHashAlgo dh = algo_from_size(a->pcr_digest_len);
+        uint8_t h[IVER_DIGEST_MAX];
+        bool pcrs_ok = false;
+        if (!pcrs || pcrs_len != want)
+                fail(rep, IVER_QUOTE_BAD_PCRS, "PCR values: %zu bytes, the selection needs %zu", pcrs ? pcrs_len : 0, want);
+        else if (dh < 0 || EVP_Digest(pcrs, pcrs_len, h, NULL, iver_hash_algo_md(dh), NULL) != 1 ||
+                 memcmp(h, a->pcr_digest, a->pcr_digest_len) != 0)
+                fail(rep, IVER_QUOTE_BAD_PCRS, "PCR values do not match the quoted PCR digest");
+        else
+                pcrs_ok = true;
+        return pcrs_ok;
+}
+
+/* The quoted values of the IMA PCRs, read from pcrs.out in selection order. */
+static size_t quoted_ima_values(const Attest *a, const uint8_t *pcrs, IverPcrValue *values, size_t max) {
+        size_t nv = 0, off = 0;
+
+        for (size_t b = 0; b < a->n_banks; b++) {
+                size_t ds = iver_hash_algo_size(a->banks[b]);
+                for (unsigned p = 0; p < 32; p++) {
+                        if (!(a->pcr_mask[b] & (1u << p)))
+                                continue;
+                        if (p < IVER_IMA_PCR_MAX && nv < max) {
+                                values[nv] = (IverPcrValue) {
+                                        .pcr = p, .value = { .algo = a->banks[b], .len = ds } };
+                                memcpy(values[nv++].value.bytes, pcrs + off, ds);
+                        }
+                        off += ds;
+                }
+        }
+        return nv;
+}
+
+/* Replays a well-formed list against the trusted PCR values. */
+static int check_replay(const Attest *a, const uint8_t *pcrs, const IverImaLog *l, IverQuoteReport *rep) {
+        int r;
+
+        rep->list_entries = iver_imalog_size(l);
+        rep->matched_prefix = SIZE_MAX;
+        /* Every PCR the list extends must be quoted, or the list proves nothing. */
+        for (size_t i = 0; i < rep->list_entries; i++) {
+                uint32_t p = iver_imalog_get(l, i)->pcr;
+                if (p >= 32 || !(rep->pcr_mask & (1u << p))) {
+                        fail(rep, IVER_QUOTE_BAD_REPLAY,
+                             "list entry %zu is for PCR %u, which the quote does not cover", i, p);
+                        break;
+                }
+        }
+        if (!(rep->failed & IVER_QUOTE_BAD_REPLAY)) {
+                /* One point of the list that every quoted PCR holds at once. */
+                IverPcrValue values[QUOTE_MAX_BANKS * IVER_IMA_PCR_MAX];
+                size_t nv = quoted_ima_values(a, pcrs, values, ELEMENTSOF(values)), prefix;
+
+                r = nv == 0 ? -ENOENT
+                            : iver_imalog_match_prefix_entries(iver_imalog_entries(l), rep->list_entries,
+                                                               values, nv, &prefix);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        fail(rep, IVER_QUOTE_BAD_REPLAY,
+                             "no prefix of the list (%zu entries) replays to the quoted PCRs",
+                             rep->list_entries);
+                else
+                        rep->matched_prefix = prefix;
+        }
+        if (rep->matched_prefix == SIZE_MAX)
+                rep->matched_prefix = 0;
+        return 0;
+}
+
+/* Parses the binary measurement list and, when it and the PCR values are sound, replays it. */
+static int check_list(const Attest *a, const uint8_t *pcrs, bool pcrs_ok, const uint8_t *list, size_t list_len,
+                      IverQuoteReport *rep) {
+        _cleanup_(iver_imalog_freep) IverImaLog *l = NULL;
+        size_t used = 0;
+        int r;
+
+        r = iver_imalog_new(&l);
+        if (r < 0)
+                return r;
+        r = iver_imalog_parse_binary(l, list, list_len, &used);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || used != list_len) {
+                fail(rep, IVER_QUOTE_BAD_LIST, "measurement list corrupt at entry %zu (%s)",
+                     iver_imalog_size(l), r < 0 ? strerror(-r) : "truncated");
+        } else if (!pcrs_ok)
+                fail(rep, IVER_QUOTE_BAD_REPLAY, "replay not checked: PCR values not trusted");
+        else
+                return check_replay(a, pcrs, l, rep);
+        return 0;
 }
 
 int iver_quote_verify(const char *ak_pem, size_t ak_pem_len,
@@ -249,84 +375,11 @@ int iver_quote_verify(const char *ak_pem, size_t ak_pem_len,
         if (a.extra_len != nonce_len || (nonce_len > 0 && memcmp(a.extra, nonce, nonce_len) != 0))
                 fail(&rep, IVER_QUOTE_BAD_NONCE, "nonce mismatch: the quote was made for another nonce");
 
-        /* pcrs.out must have one digest for every selected (bank, PCR), in order. */
-        size_t want = 0;
-        for (size_t b = 0; b < a.n_banks; b++) {
-                rep.bank_mask |= IVER_TPM_BANK(a.banks[b]);
-                rep.pcr_mask |= a.pcr_mask[b];
-                want += iver_hash_algo_size(a.banks[b]) * __builtin_popcount(a.pcr_mask[b]);
-        }
-        IverHashAlgo dh = algo_from_size(a.pcr_digest_len);
-        uint8_t h[IVER_DIGEST_MAX];
-        bool pcrs_ok = false;
-        if (!pcrs || pcrs_len != want)
-                fail(&rep, IVER_QUOTE_BAD_PCRS, "PCR values: %zu bytes, the selection needs %zu", pcrs ? pcrs_len : 0, want);
-        else if (dh < 0 || EVP_Digest(pcrs, pcrs_len, h, NULL, iver_hash_algo_md(dh), NULL) != 1 ||
-                 memcmp(h, a.pcr_digest, a.pcr_digest_len) != 0)
-                fail(&rep, IVER_QUOTE_BAD_PCRS, "PCR values do not match the quoted PCR digest");
-        else
-                pcrs_ok = true;
-
+        bool pcrs_ok = check_pcrs(&a, pcrs, pcrs_len, &rep);
         if (list) {
-                _cleanup_(iver_imalog_freep) IverImaLog *l = NULL;
-                size_t used = 0;
-
-                r = iver_imalog_new(&l);
+                r = check_list(&a, pcrs, pcrs_ok, list, list_len, &rep);
                 if (r < 0)
                         return r;
-                r = iver_imalog_parse_binary(l, list, list_len, &used);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0 || used != list_len) {
-                        fail(&rep, IVER_QUOTE_BAD_LIST, "measurement list corrupt at entry %zu (%s)",
-                             iver_imalog_size(l), r < 0 ? strerror(-r) : "truncated");
-                } else if (!pcrs_ok)
-                        fail(&rep, IVER_QUOTE_BAD_REPLAY, "replay not checked: PCR values not trusted");
-                else {
-                        rep.list_entries = iver_imalog_size(l);
-                        rep.matched_prefix = SIZE_MAX;
-                        /* Every PCR the list extends must be quoted, or the list proves nothing. */
-                        for (size_t i = 0; i < rep.list_entries; i++) {
-                                uint32_t p = iver_imalog_get(l, i)->pcr;
-                                if (p >= 32 || !(rep.pcr_mask & (1u << p))) {
-                                        fail(&rep, IVER_QUOTE_BAD_REPLAY,
-                                             "list entry %zu is for PCR %u, which the quote does not cover", i, p);
-                                        break;
-                                }
-                        }
-                        if (!(rep.failed & IVER_QUOTE_BAD_REPLAY)) {
-                                /* One point of the list that every quoted PCR holds at once. */
-                                IverPcrValue values[QUOTE_MAX_BANKS * IVER_IMA_PCR_MAX];
-                                size_t nv = 0, off = 0, prefix;
-
-                                for (size_t b = 0; b < a.n_banks; b++) {
-                                        size_t ds = iver_hash_algo_size(a.banks[b]);
-                                        for (unsigned p = 0; p < 32; p++) {
-                                                if (!(a.pcr_mask[b] & (1u << p)))
-                                                        continue;
-                                                if (p < IVER_IMA_PCR_MAX && nv < ELEMENTSOF(values)) {
-                                                        values[nv] = (IverPcrValue) {
-                                                                .pcr = p, .value = { .algo = a.banks[b], .len = ds } };
-                                                        memcpy(values[nv++].value.bytes, pcrs + off, ds);
-                                                }
-                                                off += ds;
-                                        }
-                                }
-                                r = nv == 0 ? -ENOENT
-                                            : iver_imalog_match_prefix_entries(iver_imalog_entries(l), rep.list_entries,
-                                                                               values, nv, &prefix);
-                                if (r == -ENOMEM)
-                                        return r;
-                                if (r < 0)
-                                        fail(&rep, IVER_QUOTE_BAD_REPLAY,
-                                             "no prefix of the list (%zu entries) replays to the quoted PCRs",
-                                             rep.list_entries);
-                                else
-                                        rep.matched_prefix = prefix;
-                        }
-                        if (rep.matched_prefix == SIZE_MAX)
-                                rep.matched_prefix = 0;
-                }
         }
         *ret = rep;
         return 0;

@@ -110,19 +110,11 @@ int call(json_object *req, double timeout_sec, json_object **ret) {
         return call_fd(req, timeout_sec, ret, NULL);
 }
 
-int call_fd(json_object *req, double timeout_sec, json_object **ret, int *ret_fd) {
-        _cleanup_close_ int passed = -1;
+/* Connects to iverd's socket and sends the request line: *ret_fd, or an exit code after
+ * printing why not. */
+static int send_request(const char *msg, size_t len, int *ret_fd) {
         const char *path = socket_path();
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        if (!req)
-                return oom();
-        const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-        size_t len = s ? strlen(s) : 0;
-        _cleanup_free_ char *msg = s ? malloc(len + 2) : NULL;
-        if (!msg)
-                return oom();
-        memcpy(msg, s, len);
-        msg[len] = '\n';
         if (strlen(path) >= sizeof(sa.sun_path)) {
                 fprintf(stderr, "iverctl: socket path too long: %s\n", path);
                 return IVERCTL_EXIT_USAGE;
@@ -140,13 +132,17 @@ int call_fd(json_object *req, double timeout_sec, json_object **ret, int *ret_fd
                 close(fd);
                 return IVERCTL_EXIT_DAEMON;
         }
+        *ret_fd = fd;
+        return 0;
+}
 
+/* Reads the reply line within the timeout, keeping a file descriptor that comes with it
+ * in *passed: *ret_buf (NUL-terminated), or an exit code after printing why not. */
+static int read_reply(int fd, double timeout_sec, int *passed, char **ret_buf) {
         size_t cap = 65536, n = 0;
         char *buf = malloc(cap);
-        if (!buf) {
-                close(fd);
+        if (!buf)
                 return oom();
-        }
         int timeout_ms = (int) ((timeout_sec > 0 ? timeout_sec : 30) * 1000);
         for (;;) {
                 struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -154,15 +150,13 @@ int call_fd(json_object *req, double timeout_sec, json_object **ret, int *ret_fd
                 if (pr == 0) {
                         fprintf(stderr, "iverctl: no answer from iverd within %d s\n", timeout_ms / 1000);
                         free(buf);
-                        close(fd);
                         return IVERCTL_EXIT_DAEMON;
                 }
                 if (GROW(buf, cap, n + 4096, 65536) < 0) {
                         free(buf);
-                        close(fd);
                         return oom();
                 }
-                ssize_t k = pr < 0 ? -1 : recv_fd(fd, buf + n, cap - n - 1, &passed);
+                ssize_t k = pr < 0 ? -1 : recv_fd(fd, buf + n, cap - n - 1, passed);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k <= 0)
@@ -171,12 +165,17 @@ int call_fd(json_object *req, double timeout_sec, json_object **ret, int *ret_fd
                 if (memchr(buf + n - k, '\n', (size_t) k))
                         break;
         }
-        close(fd);
         buf[n] = 0;
+        *ret_buf = buf;
+        return 0;
+}
+
+/* The reply as a JSON object that says "ok": *ret, or an exit code after printing the
+ * daemon's error. */
+static int parse_reply(const char *buf, json_object **ret) {
         /* json-c 0.16 does not tell a parse that ran out of memory from a bad
          * document: both are "malformed" here */
         json_object *reply = json_tokener_parse(buf);
-        free(buf);
         if (!reply || !json_object_is_type(reply, json_type_object)) {
                 fprintf(stderr, "iverctl: malformed or no reply from iverd\n");
                 json_object_put(reply);
@@ -190,6 +189,36 @@ int call_fd(json_object *req, double timeout_sec, json_object **ret, int *ret_fd
                 json_object_put(reply);
                 return IVERCTL_EXIT_DAEMON;
         }
+        *ret = reply;
+        return 0;
+}
+
+int call_fd(json_object *req, double timeout_sec, json_object **ret, int *ret_fd) {
+        _cleanup_close_ int passed = -1;
+        if (!req)
+                return oom();
+        const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+        size_t len = s ? strlen(s) : 0;
+        _cleanup_free_ char *msg = s ? malloc(len + 2) : NULL;
+        if (!msg)
+                return oom();
+        memcpy(msg, s, len);
+        msg[len] = '\n';
+
+        int fd, r;
+        r = send_request(msg, len, &fd);
+        if (r)
+                return r;
+        char *buf = NULL;
+        r = read_reply(fd, timeout_sec, &passed, &buf);
+        close(fd);
+        if (r)
+                return r;
+        json_object *reply;
+        r = parse_reply(buf, &reply);
+        free(buf);
+        if (r)
+                return r;
         if (ret_fd) {
                 if (passed < 0) {
                         fprintf(stderr, "iverctl: iverd sent no file descriptor with its reply\n");

@@ -81,6 +81,89 @@ static bool stat_field(size_t i, StatField *ret) {
         return true;
 }
 
+/* The ledger's counters, then the appraisal_<result> family, in Prometheus text format. */
+static void write_prometheus(FILE *f, json_object *s) {
+        StatField sf;
+        for (size_t i = 0; stat_field(i, &sf); i++) {
+                json_object *v;
+                if (!json_object_object_get_ex(s, sf.key, &v))
+                        continue;
+                bool ns = strcmp(sf.unit, "ns") == 0;
+                const char *suffix = ns ? "_seconds_total" : "_total";
+                char name[128];
+                snprintf(name, sizeof(name), "iverd_%.*s%s",
+                         ns ? (int) (strlen(sf.key) - 3) : (int) strlen(sf.key),
+                         sf.key, suffix);
+                fprintf(f, "# HELP %s %s.\n# TYPE %s counter\n", name, sf.help, name);
+                if (ns)
+                        fprintf(f, "%s %.9f\n", name, (double) json_object_get_uint64(v) / 1e9);
+                else
+                        fprintf(f, "%s %" PRIu64 "\n", name, json_object_get_uint64(v));
+        }
+        /* appraisal_<result> counters: one family, the result as a label */
+        bool family = false;
+        json_object_object_foreach(s, key, val) {
+                if (strncmp(key, "appraisal_", 10) != 0)
+                        continue;
+                if (!family)
+                        fprintf(f, "# HELP iverd_appraisals_total signature appraisals of security.ima, by result.\n"
+                                   "# TYPE iverd_appraisals_total counter\n");
+                family = true;
+                fprintf(f, "iverd_appraisals_total{result=\"%s\"} %" PRIu64 "\n", key + 10,
+                        json_object_get_uint64(val));
+        }
+}
+
+/* --prometheus: to stdout, or with --output built in memory, then written atomically
+ * through a new temporary (O_EXCL|O_NOFOLLOW, lib/fileio.h): the textfile collector's
+ * directory may belong to another user. */
+static int print_prometheus(json_object *s, const char *output) {
+        char *doc = NULL;
+        size_t doc_len = 0;
+        FILE *f = output ? open_memstream(&doc, &doc_len) : stdout;
+        if (!f) {
+                fprintf(stderr, "iverctl stats: %s\n", strerror(errno));
+                return IVERCTL_EXIT_FAILURE;
+        }
+        write_prometheus(f, s);
+        if (output) {
+                int k = fclose(f) == 0 ? iver_write_file_atomic(output, doc, doc_len, 0644,
+                                                                IVER_WRITE_SYNC | IVER_WRITE_EXACT_MODE)
+                                       : -ENOMEM;
+                free(doc);
+                if (k < 0) {
+                        fprintf(stderr, "iverctl stats: cannot write %s: %s\n", output, strerror(-k));
+                        return IVERCTL_EXIT_FAILURE;
+                }
+        }
+        return IVERCTL_EXIT_OK;
+}
+
+/* The ledger as a table, then the most remeasured files. */
+static void print_stats_text(json_object *s, json_object *rows) {
+        StatField sf;
+        for (size_t i = 0; stat_field(i, &sf); i++) {
+                json_object *v;
+                if (json_object_object_get_ex(s, sf.key, &v))
+                        printf("%-24s %14" PRIu64 "  %s\n", sf.key, json_object_get_uint64(v), sf.help);
+        }
+        if (rows && json_object_array_length(rows) > 0) {
+                printf("\n%-12s %-12s %-14s %s\n", "REMEASURED", "AVOIDED", "BYTES", "PATH");
+                for (size_t i = 0; i < json_object_array_length(rows); i++) {
+                        json_object *row = json_object_array_get_idx(rows, i), *v;
+                        json_object_object_get_ex(row, "remeasured", &v);
+                        printf("%-12" PRIu64, json_object_get_uint64(v));
+                        json_object_object_get_ex(row, "avoided_vs_atime", &v);
+                        printf(" %-12" PRIu64, json_object_get_uint64(v));
+                        json_object_object_get_ex(row, "bytes_hashed", &v);
+                        printf(" %-14" PRIu64 " ", json_object_get_uint64(v));
+                        json_object_object_get_ex(row, "path", &v);
+                        print_path(stdout, json_object_get_string(v));
+                        putchar('\n');
+                }
+        }
+}
+
 int verb_stats(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "json", no_argument, NULL, 'j' },
@@ -115,85 +198,14 @@ int verb_stats(int argc, char *argv[]) {
                 return ret;
         json_object_object_get_ex(r, "stats", &s);
         json_object_object_get_ex(r, "top", &rows);
-        if (mode == 1) {
+        if (mode == 1)
                 print_json(s);
-        } else if (mode == 2) {
-                /* --output: built in memory, then written atomically through a new
-                 * temporary (O_EXCL|O_NOFOLLOW, lib/fileio.h): the textfile
-                 * collector's directory may belong to another user */
-                char *doc = NULL;
-                size_t doc_len = 0;
-                FILE *f = output ? open_memstream(&doc, &doc_len) : stdout;
-                if (!f) {
-                        fprintf(stderr, "iverctl stats: %s\n", strerror(errno));
-                        json_object_put(r);
-                        return IVERCTL_EXIT_FAILURE;
-                }
-                StatField sf;
-                for (size_t i = 0; stat_field(i, &sf); i++) {
-                        json_object *v;
-                        if (!json_object_object_get_ex(s, sf.key, &v))
-                                continue;
-                        bool ns = strcmp(sf.unit, "ns") == 0;
-                        const char *suffix = ns ? "_seconds_total" : "_total";
-                        char name[128];
-                        snprintf(name, sizeof(name), "iverd_%.*s%s",
-                                 ns ? (int) (strlen(sf.key) - 3) : (int) strlen(sf.key),
-                                 sf.key, suffix);
-                        fprintf(f, "# HELP %s %s.\n# TYPE %s counter\n", name, sf.help, name);
-                        if (ns)
-                                fprintf(f, "%s %.9f\n", name, (double) json_object_get_uint64(v) / 1e9);
-                        else
-                                fprintf(f, "%s %" PRIu64 "\n", name, json_object_get_uint64(v));
-                }
-                /* appraisal_<result> counters: one family, the result as a label */
-                bool family = false;
-                json_object_object_foreach(s, key, val) {
-                        if (strncmp(key, "appraisal_", 10) != 0)
-                                continue;
-                        if (!family)
-                                fprintf(f, "# HELP iverd_appraisals_total signature appraisals of security.ima, by result.\n"
-                                           "# TYPE iverd_appraisals_total counter\n");
-                        family = true;
-                        fprintf(f, "iverd_appraisals_total{result=\"%s\"} %" PRIu64 "\n", key + 10,
-                                json_object_get_uint64(val));
-                }
-                if (output) {
-                        int k = fclose(f) == 0 ? iver_write_file_atomic(output, doc, doc_len, 0644,
-                                                                        IVER_WRITE_SYNC | IVER_WRITE_EXACT_MODE)
-                                               : -ENOMEM;
-                        free(doc);
-                        if (k < 0) {
-                                fprintf(stderr, "iverctl stats: cannot write %s: %s\n", output, strerror(-k));
-                                json_object_put(r);
-                                return IVERCTL_EXIT_FAILURE;
-                        }
-                }
-        } else {
-                StatField sf;
-                for (size_t i = 0; stat_field(i, &sf); i++) {
-                        json_object *v;
-                        if (json_object_object_get_ex(s, sf.key, &v))
-                                printf("%-24s %14" PRIu64 "  %s\n", sf.key, json_object_get_uint64(v), sf.help);
-                }
-                if (rows && json_object_array_length(rows) > 0) {
-                        printf("\n%-12s %-12s %-14s %s\n", "REMEASURED", "AVOIDED", "BYTES", "PATH");
-                        for (size_t i = 0; i < json_object_array_length(rows); i++) {
-                                json_object *row = json_object_array_get_idx(rows, i), *v;
-                                json_object_object_get_ex(row, "remeasured", &v);
-                                printf("%-12" PRIu64, json_object_get_uint64(v));
-                                json_object_object_get_ex(row, "avoided_vs_atime", &v);
-                                printf(" %-12" PRIu64, json_object_get_uint64(v));
-                                json_object_object_get_ex(row, "bytes_hashed", &v);
-                                printf(" %-14" PRIu64 " ", json_object_get_uint64(v));
-                                json_object_object_get_ex(row, "path", &v);
-                                print_path(stdout, json_object_get_string(v));
-                                putchar('\n');
-                        }
-                }
-        }
+        else if (mode == 2)
+                ret = print_prometheus(s, output);
+        else
+                print_stats_text(s, rows);
         json_object_put(r);
-        return IVERCTL_EXIT_OK;
+        return ret;
 }
 
 int verb_list(int argc, char *argv[]) {
@@ -427,6 +439,40 @@ static int write_file(const char *dir, const char *name, const void *p, size_t l
         return 0;
 }
 
+/* The quote's parts decoded from the reply, and the list read from fd, each written to
+ * its file in out. */
+static int write_parts(json_object *r, int fd, const char *out) {
+        static const struct {
+                const char *key, *file;
+        } parts[] = { { "msg", IVER_QUOTE_MSG_FILE },
+                      { "sig", IVER_QUOTE_SIG_FILE },
+                      { "pcrs", IVER_QUOTE_PCRS_FILE },
+                      { NULL, IVER_QUOTE_LIST_FILE } };
+        for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+                uint8_t *buf;
+                size_t len;
+                if (!parts[i].key) {
+                        /* the list, up to the bytes written when the quote was answered */
+                        int k = reply_list(r, fd, "quote", &buf, &len);
+                        if (k)
+                                return k;
+                } else {
+                        int k = decode_b64(r, parts[i].key, &buf, &len);
+                        if (k < 0) {
+                                if (k == -ENOMEM)
+                                        return oom();
+                                fprintf(stderr, "iverctl quote: no valid '%s' in the reply\n", parts[i].key);
+                                return IVERCTL_EXIT_DAEMON;
+                        }
+                }
+                int k = write_file(out, parts[i].file, buf, len);
+                free(buf);
+                if (k < 0)
+                        return IVERCTL_EXIT_FAILURE;
+        }
+        return IVERCTL_EXIT_OK;
+}
+
 int verb_quote(int argc, char *argv[]) {
         const char *nonce = NULL, *out = NULL;
         json_object *banks = json_object_new_array();
@@ -459,38 +505,10 @@ int verb_quote(int argc, char *argv[]) {
         json_object_put(req);
         if (ret)
                 return ret;
-        static const struct {
-                const char *key, *file;
-        } parts[] = { { "msg", IVER_QUOTE_MSG_FILE },
-                      { "sig", IVER_QUOTE_SIG_FILE },
-                      { "pcrs", IVER_QUOTE_PCRS_FILE },
-                      { NULL, IVER_QUOTE_LIST_FILE } };
-        for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-                uint8_t *buf;
-                size_t len;
-                if (!parts[i].key) {
-                        /* the list, up to the bytes written when the quote was answered */
-                        int k = reply_list(r, fd, "quote", &buf, &len);
-                        if (k) {
-                                json_object_put(r);
-                                return k;
-                        }
-                } else {
-                        int k = decode_b64(r, parts[i].key, &buf, &len);
-                        if (k < 0) {
-                                json_object_put(r);
-                                if (k == -ENOMEM)
-                                        return oom();
-                                fprintf(stderr, "iverctl quote: no valid '%s' in the reply\n", parts[i].key);
-                                return IVERCTL_EXIT_DAEMON;
-                        }
-                }
-                int k = write_file(out, parts[i].file, buf, len);
-                free(buf);
-                if (k < 0) {
-                        json_object_put(r);
-                        return IVERCTL_EXIT_FAILURE;
-                }
+        ret = write_parts(r, fd, out);
+        if (ret) {
+                json_object_put(r);
+                return ret;
         }
         json_object *ak, *sel, *pcr;
         json_object_object_get_ex(r, "ak_pem", &ak);

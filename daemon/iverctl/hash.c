@@ -43,6 +43,42 @@ static void warn_path(const char *path, const char *why) {
         fprintf(stderr, ": %s\n", why);
 }
 
+/* Checks and prints one file; returns the exit code so far (ret) updated with its result. */
+static int hash_one(IverContext *ctx, const char *path, bool json, IverHashAlgo algo, int ret) {
+        IverCheckOutcome o;
+        char hex[2 * IVER_DIGEST_MAX + 1];
+
+        (void) iver_check(ctx, AT_FDCWD, path, &o);
+        if (json)
+                print_json(path, &o, ctx, algo);
+        switch (o.result) {
+        case IVER_CHECK_HIT:
+        case IVER_CHECK_MEASURED:
+                if (!json) {
+                        printf("%s:%s  ", iver_hash_algo_to_string(algo), iver_digest_to_hex(&o.digest, hex));
+                        print_path(stdout, path);
+                        putchar('\n');
+                }
+                if (o.provisional)
+                        warn_path(path, "provisional (no read lease: open writers or no permission)");
+                break;
+        case IVER_CHECK_NOT_REGULAR:
+                warn_path(path, "not a regular file (or on a pseudo filesystem such as proc), not measured");
+                if (ret == IVERCTL_EXIT_OK)
+                        ret = IVERCTL_EXIT_NOT_REGULAR;
+                break;
+        case IVER_CHECK_UNSTABLE:
+                warn_path(path, "kept changing while hashed, no digest");
+                if (ret == IVERCTL_EXIT_OK)
+                        ret = IVERCTL_EXIT_UNSTABLE;
+                break;
+        default:
+                warn_path(path, strerror(-o.error));
+                ret = IVERCTL_EXIT_FAILURE;
+        }
+        return ret;
+}
+
 int verb_hash(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "json", no_argument, NULL, 'j' },
@@ -94,40 +130,8 @@ int verb_hash(int argc, char *argv[]) {
                 fprintf(stderr, "iverctl hash: %s\n", strerror(-r));
                 return IVERCTL_EXIT_FAILURE;
         }
-        for (int i = optind; i < argc; i++) {
-                IverCheckOutcome o;
-                char hex[2 * IVER_DIGEST_MAX + 1];
-                const char *path = argv[i];
-
-                (void) iver_check(ctx, AT_FDCWD, path, &o);
-                if (json)
-                        print_json(path, &o, ctx, opt.algo);
-                switch (o.result) {
-                case IVER_CHECK_HIT:
-                case IVER_CHECK_MEASURED:
-                        if (!json) {
-                                printf("%s:%s  ", iver_hash_algo_to_string(opt.algo), iver_digest_to_hex(&o.digest, hex));
-                                print_path(stdout, path);
-                                putchar('\n');
-                        }
-                        if (o.provisional)
-                                warn_path(path, "provisional (no read lease: open writers or no permission)");
-                        break;
-                case IVER_CHECK_NOT_REGULAR:
-                        warn_path(path, "not a regular file (or on a pseudo filesystem such as proc), not measured");
-                        if (ret == IVERCTL_EXIT_OK)
-                                ret = IVERCTL_EXIT_NOT_REGULAR;
-                        break;
-                case IVER_CHECK_UNSTABLE:
-                        warn_path(path, "kept changing while hashed, no digest");
-                        if (ret == IVERCTL_EXIT_OK)
-                                ret = IVERCTL_EXIT_UNSTABLE;
-                        break;
-                default:
-                        warn_path(path, strerror(-o.error));
-                        ret = IVERCTL_EXIT_FAILURE;
-                }
-        }
+        for (int i = optind; i < argc; i++)
+                ret = hash_one(ctx, argv[i], json, opt.algo, ret);
         iver_context_free(ctx);
         return ret;
 }

@@ -74,6 +74,84 @@ static void print_hex(FILE *f, const uint8_t *p, size_t n) {
                 fprintf(f, "%02x", p[i]);
 }
 
+static void free_excludes(regex_t *ex, size_t n_ex) {
+        for (size_t j = 0; j < n_ex; j++)
+                regfree(&ex[j]);
+        free(ex);
+}
+
+/* The policy's "excludes" regexes, compiled; -1 after printing why not. */
+static int compile_excludes(json_object *pol, const char *policy_path, regex_t **ret_ex, size_t *ret_n_ex) {
+        json_object *excl = NULL;
+        size_t n_ex = 0;
+        regex_t *ex = NULL;
+        if (json_object_object_get_ex(pol, "excludes", &excl) && json_object_is_type(excl, json_type_array)) {
+                ex = calloc(json_object_array_length(excl) + 1, sizeof(regex_t));
+                if (!ex) {
+                        (void) oom();
+                        return -1;
+                }
+                for (size_t i = 0; i < json_object_array_length(excl); i++) {
+                        const char *re = json_object_get_string(json_object_array_get_idx(excl, i));
+                        if (!re || regcomp(&ex[n_ex], re, REG_EXTENDED) != 0) {
+                                fprintf(stderr, "iverctl verify: %s: bad exclude regex '%s'\n", policy_path,
+                                        re ? re : "(null)");
+                                free_excludes(ex, n_ex);
+                                return -1;
+                        }
+                        n_ex++;
+                }
+        }
+        *ret_ex = ex;
+        *ret_n_ex = n_ex;
+        return 0;
+}
+
+/* An exclude matches at the start of the path, like Python's re.match. */
+static bool is_excluded(const regex_t *ex, size_t n_ex, const char *path) {
+        bool excluded = false;
+        for (size_t j = 0; j < n_ex && !excluded; j++) {
+                regmatch_t m;
+                excluded = regexec(&ex[j], path, 1, &m, 0) == 0 && m.rm_so == 0;
+        }
+        return excluded;
+}
+
+/* True if the policy lists the entry's digest for its path; *ret_known: the policy has
+ * a digest list for the path (*ret_allowed). */
+static bool entry_allowed(json_object *digests, const IverImaEntry *e, json_object **ret_allowed, bool *ret_known) {
+        char h[2 * 64 + 1] = "";
+        for (size_t k = 0; k < e->digest_len && k < 64; k++)
+                snprintf(h + 2 * k, 3, "%02x", e->digest[k]);
+        json_object *allowed = NULL;
+        bool ok = false, known = json_object_object_get_ex(digests, e->path, &allowed) &&
+                                 json_object_is_type(allowed, json_type_array);
+        for (size_t k = 0; known && k < json_object_array_length(allowed) && !ok; k++) {
+                const char *a = json_object_get_string(json_object_array_get_idx(allowed, k));
+                ok = a && strcasecmp(a, h) == 0;
+        }
+        *ret_allowed = allowed;
+        *ret_known = known;
+        return ok;
+}
+
+static void print_disallowed(size_t i, const IverImaEntry *e, bool known, json_object *allowed) {
+        printf("DISALLOWED entry %zu: ", i);
+        print_path(stdout, e->path);
+        printf(" %s:", iver_hash_algo_to_string(e->algo));
+        print_hex(stdout, e->digest, e->digest_len);
+        if (e->violation)
+                printf(" (violation)");
+        if (!known)
+                printf(" — path not in policy\n");
+        else {
+                printf(" — policy allows");
+                for (size_t k = 0; k < json_object_array_length(allowed); k++)
+                        printf(" %s", json_object_get_string(json_object_array_get_idx(allowed, k)));
+                putchar('\n');
+        }
+}
+
 /* --policy: every entry of DIR/measurements.bin must have its file digest in
  * the Keylime runtime policy's "digests" list for its path, as Keylime's
  * verifier requires of ima-ng / ima-sig entries (hex digest, no "algo:"
@@ -84,7 +162,7 @@ static void print_hex(FILE *f, const uint8_t *p, size_t n) {
  * disallowed entry is reported on stdout. Returns the number of disallowed
  * entries, or -1 after printing why the check could not be made. */
 static long check_runtime_policy(const char *dir, const char *policy_path) {
-        json_object *pol = json_object_from_file(policy_path), *digests, *excl = NULL;
+        json_object *pol = json_object_from_file(policy_path), *digests;
         if (!pol || !json_object_is_type(pol, json_type_object) ||
             !json_object_object_get_ex(pol, "digests", &digests) || !json_object_is_type(digests, json_type_object)) {
                 fprintf(stderr, "iverctl verify: %s: not a runtime policy (a JSON object with a \"digests\" object)\n",
@@ -94,26 +172,9 @@ static long check_runtime_policy(const char *dir, const char *policy_path) {
         }
         size_t n_ex = 0;
         regex_t *ex = NULL;
-        if (json_object_object_get_ex(pol, "excludes", &excl) && json_object_is_type(excl, json_type_array)) {
-                ex = calloc(json_object_array_length(excl) + 1, sizeof(regex_t));
-                if (!ex) {
-                        json_object_put(pol);
-                        (void) oom();
-                        return -1;
-                }
-                for (size_t i = 0; i < json_object_array_length(excl); i++) {
-                        const char *re = json_object_get_string(json_object_array_get_idx(excl, i));
-                        if (!re || regcomp(&ex[n_ex], re, REG_EXTENDED) != 0) {
-                                fprintf(stderr, "iverctl verify: %s: bad exclude regex '%s'\n", policy_path,
-                                        re ? re : "(null)");
-                                for (size_t j = 0; j < n_ex; j++)
-                                        regfree(&ex[j]);
-                                free(ex);
-                                json_object_put(pol);
-                                return -1;
-                        }
-                        n_ex++;
-                }
+        if (compile_excludes(pol, policy_path, &ex, &n_ex) < 0) {
+                json_object_put(pol);
+                return -1;
         }
         char path[4096];
         snprintf(path, sizeof(path), "%s/measurements.bin", dir);
@@ -121,9 +182,7 @@ static long check_runtime_policy(const char *dir, const char *policy_path) {
         int r = iver_imalog_load(path, &l);
         if (r < 0) {
                 fprintf(stderr, "iverctl verify: %s: %s\n", path, strerror(-r));
-                for (size_t j = 0; j < n_ex; j++)
-                        regfree(&ex[j]);
-                free(ex);
+                free_excludes(ex, n_ex);
                 json_object_put(pol);
                 return -1;
         }
@@ -131,48 +190,20 @@ static long check_runtime_policy(const char *dir, const char *policy_path) {
         size_t n_excluded = 0, n = iver_imalog_size(l);
         for (size_t i = 0; i < n; i++) {
                 const IverImaEntry *e = iver_imalog_get(l, i);
-                bool excluded = false;
-                for (size_t j = 0; j < n_ex && !excluded; j++) {
-                        regmatch_t m;
-                        excluded = regexec(&ex[j], e->path, 1, &m, 0) == 0 && m.rm_so == 0;
-                }
-                if (excluded) {
+                if (is_excluded(ex, n_ex, e->path)) {
                         n_excluded++;
                         continue;
                 }
-                char h[2 * 64 + 1] = "";
-                for (size_t k = 0; k < e->digest_len && k < 64; k++)
-                        snprintf(h + 2 * k, 3, "%02x", e->digest[k]);
-                json_object *allowed = NULL;
-                bool ok = false, known = json_object_object_get_ex(digests, e->path, &allowed) &&
-                                         json_object_is_type(allowed, json_type_array);
-                for (size_t k = 0; known && k < json_object_array_length(allowed) && !ok; k++) {
-                        const char *a = json_object_get_string(json_object_array_get_idx(allowed, k));
-                        ok = a && strcasecmp(a, h) == 0;
-                }
-                if (ok)
+                json_object *allowed;
+                bool known;
+                if (entry_allowed(digests, e, &allowed, &known))
                         continue;
                 bad++;
-                printf("DISALLOWED entry %zu: ", i);
-                print_path(stdout, e->path);
-                printf(" %s:", iver_hash_algo_to_string(e->algo));
-                print_hex(stdout, e->digest, e->digest_len);
-                if (e->violation)
-                        printf(" (violation)");
-                if (!known)
-                        printf(" — path not in policy\n");
-                else {
-                        printf(" — policy allows");
-                        for (size_t k = 0; k < json_object_array_length(allowed); k++)
-                                printf(" %s", json_object_get_string(json_object_array_get_idx(allowed, k)));
-                        putchar('\n');
-                }
+                print_disallowed(i, e, known, allowed);
         }
         printf("Policy %s: %zu list entries, %zu excluded, %ld disallowed.\n", policy_path, n, n_excluded, bad);
         iver_imalog_free(l);
-        for (size_t j = 0; j < n_ex; j++)
-                regfree(&ex[j]);
-        free(ex);
+        free_excludes(ex, n_ex);
         json_object_put(pol);
         return bad;
 }
