@@ -477,10 +477,134 @@ static int rest_setup(Manager *m) {
  * (settings_* hand their message back; rundir_prepare, evidence_new,
  * control_new log theirs). `ex` is the exit status of the
  * step in progress. */
+/* Configuration, policy, appraisal keys, the stats group. *ex: the exit
+ * status of the step that failed. */
+static int setup_settings(Manager *m, const Overrides *o, IverdExit *ex) {
+        _cleanup_free_ char *err = NULL;
+        *ex = IVERD_EXIT_CONFIG;
+        int r = settings_load_conf(o, &m->conf, &err);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load configuration: %s", err ?: strerror(-r));
+        IverPolicy *policy = NULL;
+        char *source = NULL;
+        r = settings_load_policy(o, &policy, &source, &err);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load policy: %s", err ?: strerror(-r));
+        *ex = IVERD_EXIT_FAILURE;
+        IverKeyring *kr = settings_load_keyring(&m->conf);
+        r = kr ? generation_new(1, policy, kr, m->conf.hash, source, &m->gen) : -ENOMEM;
+        if (r < 0) {
+                if (!kr) {
+                        iver_policy_free(policy);
+                        free(source);
+                }
+                return log_error_errno(r, "Cannot set up the appraisal keys: %m");
+        }
+        const char *group = getenv("IVERD_STATS_GROUP");
+        if (group && *group) {
+                struct group *g = getgrnam(group);
+                if (g)
+                        m->gid_stats = g->gr_gid;
+                else
+                        log_warning("Stats group '%s' does not exist; only root may read stats", group);
+        }
+        return 0;
+}
+
+/* The check context, the event loop and its signals, the directories. */
+static int setup_loop(Manager *m, IverdExit *ex) {
+        IverContextOptions co = {
+                .version_mode = m->conf.version_source,
+                .algo = m->conf.hash,
+        };
+        int r = iver_context_new(&co, &m->ctx);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the check context: %m");
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the event loop: %m");
+        /* created if missing; refused if another user could plant files in them */
+        *ex = IVERD_EXIT_DIRECTORY;
+        if ((r = rundir_prepare(m->conf.runtime_directory, 0755, "runtime")) < 0 ||
+            (r = rundir_prepare(m->conf.state_directory, 0700, "state")) < 0)
+                return r; /* logged there */
+        *ex = IVERD_EXIT_FAILURE;
+        sigset_t ss;
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGTERM);
+        sigaddset(&ss, SIGINT);
+        sigaddset(&ss, SIGHUP);
+        sigprocmask(SIG_BLOCK, &ss, NULL);
+        (void) iver_measure_prepare_signals();
+        if ((r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m)) < 0 ||
+            (r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m)) < 0 ||
+            (r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m)) < 0)
+                return log_error_errno(r, "Cannot watch signals: %m");
+        return 0;
+}
+
+/* The queue, the hashing threads, change tracking, the walk, on-access. */
+static int setup_checks(Manager *m) {
+        int r = queue_new(&m->queue);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the check queue: %m");
+        unsigned n = m->conf.workers ?: (unsigned) sysconf(_SC_NPROCESSORS_ONLN);
+        r = workers_new(n, &m->workers);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start %u hashing threads: %m", n);
+        /* small files handed to the pool at a time: enough for batched
+         * hand-offs, and for the workers to go on through a time slice the
+         * loop is not scheduled in (~4 ms of small files; the walk refills it
+         * from half full: checker_window_low). ~300 KiB of jobs a worker. */
+        m->max_inflight = 512 * workers_count(m->workers);
+        r = sd_event_add_io(m->event, &m->worker_source, workers_eventfd(m->workers), EPOLLIN, checker_workers_done, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch the hashing threads: %m");
+        r = sd_event_add_defer(m->event, &m->dispatch_source, checker_dispatch, m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the check dispatcher: %m");
+        (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_OFF);
+        if ((r = rest_setup(m)) < 0 || (r = fstrack_new(m->event, m->ctx, m->rest, &m->reports, &m->fstrack)) < 0 ||
+            (r = mounts_new(m->event, m->fstrack, &m->reports, &m->mounts)) < 0 ||
+            (r = watch_new(m->event, m->ctx, m->fstrack, &m->reports, &m->watch)) < 0 ||
+            (r = walk_new(m->event, m->ctx, m->workers, &m->reports, &m->walk)) < 0 ||
+            (r = recheck_new(m->event, &m->reports, &m->recheck)) < 0)
+                /* these log only what they carry on without (no fanotify, no mountinfo) */
+                return log_error_errno(r, "Cannot set up change tracking and the directory walk: %m");
+        if (m->conf.on_access != IVER_ON_ACCESS_NONE) {
+                r = onaccess_new(m, m->conf.on_access, m->conf.on_access_timeout_usec, &m->onaccess);
+                if (r < 0) {
+                        /* no fanotify permission events here (kernel, container, missing CAP_SYS_ADMIN) */
+                        log_notice_errno(r, "On-access checks unavailable (%m): OnAccess=%s falls back to none",
+                                         iver_on_access_to_string(m->conf.on_access));
+                        m->conf.on_access = IVER_ON_ACCESS_NONE;
+                }
+        }
+        return 0;
+}
+
+/* The list (and the TPM), the snapshot bound to it, a restart's gap entry,
+ * then the control socket. */
+static int setup_evidence(Manager *m, IverdExit *ex) {
+        *ex = IVERD_EXIT_EVIDENCE;
+        int r = evidence_new(m->event, &m->reports, &m->conf, &m->evidence);
+        if (r < 0)
+                return r; /* logged there */
+        /* bound to the list just opened */
+        int64_t snapshot_sec;
+        persist_load(m, &snapshot_sec);
+        /* a list continued from an earlier run of this boot: the gap first */
+        r = evidence_record_gap(m->evidence, snapshot_sec, m->conf.hash);
+        if (r < 0)
+                return r; /* logged there */
+        *ex = IVERD_EXIT_DIRECTORY;
+        ControlHandler h = { .userdata = m, .run = control_run, .settled = control_settled_now };
+        return control_new(m->event, m->conf.socket_path, m->gid_stats, &h, &m->control); /* logged there */
+}
+
 int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
         _cleanup_(manager_freep) Manager *m = NULL;
         IverdExit ex = IVERD_EXIT_FAILURE;
-        _cleanup_free_ char *err = NULL;
         int r;
 
         m = calloc(1, sizeof(*m));
@@ -491,136 +615,9 @@ int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
         m->overrides = *o;
         m->gid_stats = UINT64_MAX;
         reports_init(m);
-        ex = IVERD_EXIT_CONFIG;
-        r = settings_load_conf(o, &m->conf, &err);
-        if (r < 0) {
-                log_error("Failed to load configuration: %s", err ?: strerror(-r));
+        if ((r = setup_settings(m, o, &ex)) < 0 || (r = setup_loop(m, &ex)) < 0 ||
+            (ex = IVERD_EXIT_FAILURE, r = setup_checks(m)) < 0 || (r = setup_evidence(m, &ex)) < 0)
                 goto fail;
-        }
-        IverPolicy *policy = NULL;
-        char *source = NULL;
-        r = settings_load_policy(o, &policy, &source, &err);
-        if (r < 0) {
-                log_error("Failed to load policy: %s", err ?: strerror(-r));
-                goto fail;
-        }
-        ex = IVERD_EXIT_FAILURE;
-        IverKeyring *kr = settings_load_keyring(&m->conf);
-        r = kr ? generation_new(1, policy, kr, m->conf.hash, source, &m->gen) : -ENOMEM;
-        if (r < 0) {
-                if (!kr) {
-                        iver_policy_free(policy);
-                        free(source);
-                }
-                log_error_errno(r, "Cannot set up the appraisal keys: %m");
-                goto fail;
-        }
-        const char *group = getenv("IVERD_STATS_GROUP");
-        if (group && *group) {
-                struct group *g = getgrnam(group);
-                if (g)
-                        m->gid_stats = g->gr_gid;
-                else
-                        log_warning("Stats group '%s' does not exist; only root may read stats", group);
-        }
-
-        IverContextOptions co = {
-                .version_mode = m->conf.version_source,
-                .algo = m->conf.hash,
-        };
-        r = iver_context_new(&co, &m->ctx);
-        if (r < 0) {
-                log_error_errno(r, "Cannot create the check context: %m");
-                goto fail;
-        }
-        r = sd_event_default(&m->event);
-        if (r < 0) {
-                log_error_errno(r, "Cannot create the event loop: %m");
-                goto fail;
-        }
-        /* created if missing; refused if another user could plant files in them */
-        ex = IVERD_EXIT_DIRECTORY;
-        if ((r = rundir_prepare(m->conf.runtime_directory, 0755, "runtime")) < 0 ||
-            (r = rundir_prepare(m->conf.state_directory, 0700, "state")) < 0)
-                goto fail; /* logged there */
-        ex = IVERD_EXIT_FAILURE;
-        sigset_t ss;
-        sigemptyset(&ss);
-        sigaddset(&ss, SIGTERM);
-        sigaddset(&ss, SIGINT);
-        sigaddset(&ss, SIGHUP);
-        sigprocmask(SIG_BLOCK, &ss, NULL);
-        (void) iver_measure_prepare_signals();
-        if ((r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m)) < 0 ||
-            (r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m)) < 0 ||
-            (r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m)) < 0) {
-                log_error_errno(r, "Cannot watch signals: %m");
-                goto fail;
-        }
-
-        r = queue_new(&m->queue);
-        if (r < 0) {
-                log_error_errno(r, "Cannot create the check queue: %m");
-                goto fail;
-        }
-        unsigned n = m->conf.workers ?: (unsigned) sysconf(_SC_NPROCESSORS_ONLN);
-        r = workers_new(n, &m->workers);
-        if (r < 0) {
-                log_error_errno(r, "Cannot start %u hashing threads: %m", n);
-                goto fail;
-        }
-        /* small files handed to the pool at a time: enough for batched
-         * hand-offs, and for the workers to go on through a time slice the
-         * loop is not scheduled in (~4 ms of small files; the walk refills it
-         * from half full: checker_window_low). ~300 KiB of jobs a worker. */
-        m->max_inflight = 512 * workers_count(m->workers);
-        r = sd_event_add_io(m->event, &m->worker_source, workers_eventfd(m->workers), EPOLLIN, checker_workers_done, m);
-        if (r < 0) {
-                log_error_errno(r, "Cannot watch the hashing threads: %m");
-                goto fail;
-        }
-        r = sd_event_add_defer(m->event, &m->dispatch_source, checker_dispatch, m);
-        if (r < 0) {
-                log_error_errno(r, "Cannot set up the check dispatcher: %m");
-                goto fail;
-        }
-        (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_OFF);
-        if ((r = rest_setup(m)) < 0 || (r = fstrack_new(m->event, m->ctx, m->rest, &m->reports, &m->fstrack)) < 0 || (r = mounts_new(m->event, m->fstrack, &m->reports, &m->mounts)) < 0 ||
-            (r = watch_new(m->event, m->ctx, m->fstrack, &m->reports, &m->watch)) < 0 ||
-            (r = walk_new(m->event, m->ctx, m->workers, &m->reports, &m->walk)) < 0 ||
-            (r = recheck_new(m->event, &m->reports, &m->recheck)) < 0) {
-                /* these log only what they carry on without (no fanotify, no mountinfo) */
-                log_error_errno(r, "Cannot set up change tracking and the directory walk: %m");
-                goto fail;
-        }
-        if (m->conf.on_access != IVER_ON_ACCESS_NONE) {
-                r = onaccess_new(m, m->conf.on_access, m->conf.on_access_timeout_usec, &m->onaccess);
-                if (r < 0) {
-                        /* no fanotify permission events here (kernel, container, missing CAP_SYS_ADMIN) */
-                        log_notice_errno(r, "On-access checks unavailable (%m): OnAccess=%s falls back to none",
-                                         iver_on_access_to_string(m->conf.on_access));
-                        m->conf.on_access = IVER_ON_ACCESS_NONE;
-                }
-        }
-
-        ex = IVERD_EXIT_EVIDENCE;
-        r = evidence_new(m->event, &m->reports, &m->conf, &m->evidence);
-        if (r < 0)
-                goto fail; /* logged there */
-        /* bound to the list just opened */
-        int64_t snapshot_sec;
-        persist_load(m, &snapshot_sec);
-        /* a list continued from an earlier run of this boot: the gap first */
-        r = evidence_record_gap(m->evidence, snapshot_sec, m->conf.hash);
-        if (r < 0)
-                goto fail; /* logged there */
-        ex = IVERD_EXIT_DIRECTORY;
-        static const ControlHandler control_handler = { .run = control_run, .settled = control_settled_now };
-        ControlHandler h = control_handler;
-        h.userdata = m;
-        r = control_new(m->event, m->conf.socket_path, m->gid_stats, &h, &m->control);
-        if (r < 0)
-                goto fail; /* logged there */
         *ret = TAKE_PTR(m);
         return 0;
 fail:
