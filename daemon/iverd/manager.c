@@ -660,8 +660,28 @@ int manager_start(Manager *m) {
         return 0;
 }
 
+/* sd_event_loop(), with the on-access thread told when the loop sleeps
+ * (what it published then holds until the next wake-up: onaccess-fast.c). */
+static int run_loop(Manager *m) {
+        sd_event *e = m->event;
+        int r, code = 0;
+        while (sd_event_get_state(e) != SD_EVENT_FINISHED) {
+                r = sd_event_prepare(e);
+                if (r == 0) {
+                        onaccess_loop_idle(m->onaccess);
+                        r = sd_event_wait(e, UINT64_MAX);
+                        onaccess_loop_busy(m->onaccess);
+                }
+                if (r > 0)
+                        r = sd_event_dispatch(e);
+                if (r < 0)
+                        return r;
+        }
+        return sd_event_get_exit_code(e, &code) < 0 ? 0 : code;
+}
+
 int manager_run(Manager *m) {
-        int r = sd_event_loop(m->event);
+        int r = run_loop(m);
         (void) persist_save(m);
         return r;
 }
