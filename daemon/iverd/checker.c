@@ -418,7 +418,7 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
                 IverIdentity id = iver_stat_identity(&st);
                 (void) rest_use(m->rest, &id);
                 (void) evidence_commit(m->evidence);
-                onaccess_fast_offer(m->onaccess, &st, exec); /* the next such use: the reading thread's */
+                onaccess_fast_offer(m->onaccess, &st); /* the next such use: the reading thread's */
                 return 0;
         }
         if (!path)

@@ -660,20 +660,21 @@ int manager_start(Manager *m) {
         return 0;
 }
 
-/* sd_event_loop(), with the on-access thread told when the loop sleeps
- * (what it published then holds until the next wake-up: onaccess-fast.c). */
+/* sd_event_loop(), with the on-access thread told when the loop runs a
+ * callback (our code runs nowhere else: no prepare callbacks): what was
+ * published after one holds until the next (onaccess-fast.c). */
 static int run_loop(Manager *m) {
         sd_event *e = m->event;
         int r, code = 0;
         while (sd_event_get_state(e) != SD_EVENT_FINISHED) {
                 r = sd_event_prepare(e);
-                if (r == 0) {
-                        onaccess_loop_idle(m->onaccess);
+                if (r == 0)
                         r = sd_event_wait(e, UINT64_MAX);
+                if (r > 0) {
                         onaccess_loop_busy(m->onaccess);
-                }
-                if (r > 0)
                         r = sd_event_dispatch(e);
+                        onaccess_loop_idle(m->onaccess);
+                }
                 if (r < 0)
                         return r;
         }

@@ -34,10 +34,10 @@ static bool same_version(const FastEntry *e, const IverStat *st) {
                e->has_ino_version == st->has_ino_version && e->ino_version == st->ino_version;
 }
 
-void onaccess_fast_offer(OnAccess *o, const IverStat *st, bool exec) {
+void onaccess_fast_offer(OnAccess *o, const IverStat *st) {
         if (!o || o->n_offers >= FAST_OFFERS)
                 return;
-        o->offers[o->n_offers++] = (FastOffer) { .st = *st, .exec = exec };
+        o->offers[o->n_offers++] = (FastOffer) { .st = *st };
 }
 
 void onaccess_loop_busy(OnAccess *o) {
@@ -55,11 +55,12 @@ void onaccess_loop_idle(OnAccess *o) {
                 pthread_mutex_lock(&o->fast_lock);
                 for (size_t i = 0; i < o->n_offers; i++) {
                         const FastOffer *f = &o->offers[i];
-                        if (!checker_use_cached(o->m, &f->st, f->exec))
+                        /* both uses (an exec is two events: exec, then open) */
+                        uint8_t uses = (checker_use_cached(o->m, &f->st, false) ? FAST_OPEN : 0) |
+                                       (checker_use_cached(o->m, &f->st, true) ? FAST_EXEC : 0);
+                        if (uses == 0)
                                 continue;
                         FastEntry *e = &o->fast[slot(f->st.dev, f->st.ino)];
-                        bool keep = e->epoch == next && same_version(e, &f->st); /* open and exec */
-                        uint8_t uses = (keep ? e->uses : 0) | (f->exec ? FAST_EXEC : FAST_OPEN);
                         *e = (FastEntry) { .dev = f->st.dev, .ino = f->st.ino, .gen = f->st.gen, .size = f->st.size,
                                            .mtime = f->st.mtime, .ctime = f->st.ctime, .mode = f->st.mode,
                                            .ino_version = f->st.ino_version,

@@ -55,7 +55,6 @@ typedef struct Unchecked {
 /* A use the loop answered from the record, to publish when it sleeps. */
 typedef struct FastOffer {
         IverStat st;
-        bool exec;
 } FastOffer;
 
 /* What the reading thread may answer at once (onaccess-fast.c). */

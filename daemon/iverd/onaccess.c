@@ -104,6 +104,7 @@ static void use_inline(OnAccess *o, int fd, bool exec, int pid) {
 /* Read what the group has. On the thread, uses become waiters for the loop. */
 void oa_read_events(OnAccess *o, bool on_thread) {
         char buf[16384] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+        bool handed = false; /* the loop has something to look at (a wake-up voids what it published) */
         for (int rounds = 0; rounds < 16; rounds++) {
                 ssize_t n = read(o->fd, buf, sizeof(buf));
                 if (n <= 0)
@@ -153,6 +154,7 @@ void oa_read_events(OnAccess *o, bool on_thread) {
                                 pthread_mutex_unlock(&o->lock);
                                 if (!w)
                                         oa_allow_unchecked(o, ev->fd, exec);
+                                handed = true;
                                 continue;
                         }
                         use_inline(o, ev->fd, exec, ev->pid);
@@ -160,7 +162,7 @@ void oa_read_events(OnAccess *o, bool on_thread) {
                 if (drained)
                         break;
         }
-        if (on_thread)
+        if (on_thread && handed)
                 notify_send(o->loop_efd);
 }
 

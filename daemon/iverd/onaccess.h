@@ -42,12 +42,12 @@ void onaccess_add_file(OnAccess *o, uint32_t dev, const char *path);
 void onaccess_job_done(OnAccess *o, uint64_t waiter);
 /* The list was flushed: answer the uses whose measurement is in it. */
 void onaccess_flushed(OnAccess *o);
-/* The loop answered a use of st (exec or open) from the record: once it
- * sleeps, the reading thread may answer the same use of the same version
- * itself (checked again then, checker_use_cached). */
-void onaccess_fast_offer(OnAccess *o, const IverStat *st, bool exec);
-/* The event loop wakes (every entry the thread may answer from is void
- * from now on) / is about to sleep (this wake-up's offers are published). */
+/* The loop answered a use of st from the record: after this callback, the
+ * reading thread may answer the uses (exec, open) of the same version
+ * itself that are on record then (checker_use_cached). */
+void onaccess_fast_offer(OnAccess *o, const IverStat *st);
+/* The event loop runs a callback (every entry the thread may answer from
+ * is void from now on) / is done with it (its offers are published). */
 void onaccess_loop_busy(OnAccess *o);
 void onaccess_loop_idle(OnAccess *o);
 /* Uses waiting for a measurement (settle counts them). */
