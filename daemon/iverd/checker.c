@@ -395,6 +395,10 @@ bool checker_use_cached(Manager *m, const IverStat *st, bool exec) {
         return fstrack_tracks(m->fstrack, st->dev) && on_record(m, st, exec) && !rest_holds(m->rest, &id);
 }
 
+void checker_uses_commit(Manager *m) {
+        (void) evidence_commit(m->evidence);
+}
+
 int checker_track_fd(Manager *m) {
         return fstrack_fd(m->fstrack);
 }

@@ -63,6 +63,8 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
  * decision, no held entry to list, writes to it tracked by the change
  * tracker's group (onaccess-fast.c publishes such uses to its thread). */
 bool checker_use_cached(Manager *m, const IverStat *st, bool exec);
+/* The list entries staged so far are committed (a use goes on). */
+void checker_uses_commit(Manager *m);
 /* The change tracker's fanotify group, or -1. */
 int checker_track_fd(Manager *m);
 /* A violation: counted, journal + audit (cause what), and a violation entry

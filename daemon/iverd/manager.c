@@ -683,6 +683,7 @@ static int run_loop(Manager *m) {
 
 int manager_run(Manager *m) {
         int r = run_loop(m);
+        onaccess_loop_busy(m->onaccess); /* (its thread is stopped by now) */
         (void) persist_save(m);
         return r;
 }

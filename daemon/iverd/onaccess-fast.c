@@ -11,12 +11,14 @@
  * the one decision, the cache's hit rule, no held entry, writes tracked
  * without a gap). Whatever the loop does next may change that word, so
  * every entry carries the epoch it was published in, and the loop starts a
- * new epoch (odd: busy, no entry valid) each time it wakes. A write closed
+ * new epoch (odd: busy, no entry valid) for each callback it runs
+ * (manager.c's loop): the table holds while the loop sleeps. A write closed
  * before the use is an event of the change tracker's group: one the loop
  * has not read yet (FIONREAD) sends the use to the loop. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/fanotify.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -35,7 +37,8 @@ static bool same_version(const FastEntry *e, const IverStat *st) {
 }
 
 void onaccess_fast_offer(OnAccess *o, const IverStat *st) {
-        if (!o || o->n_offers >= FAST_OFFERS)
+        /* the thread reads the group in open mode only (exec mode: in a stall) */
+        if (!o || !(o->mask & FAN_OPEN_PERM) || o->n_offers >= FAST_OFFERS)
                 return;
         o->offers[o->n_offers++] = (FastOffer) { .st = *st };
 }
@@ -45,13 +48,15 @@ void onaccess_loop_busy(OnAccess *o) {
                 __atomic_store_n(&o->epoch, o->epoch | 1, __ATOMIC_SEQ_CST);
 }
 
-/* The offers of this wake-up, checked now that it has done everything, are
- * published under the epoch that starts when the loop sleeps. */
+/* The offers of this callback, checked again now that it has done
+ * everything, are published under the epoch that starts now. */
 void onaccess_loop_idle(OnAccess *o) {
         if (!o)
                 return;
         uint64_t next = (o->epoch | 1) + 1;
         if (o->n_offers > 0) {
+                /* what it answers from is in the list file (a use goes on) */
+                checker_uses_commit(o->m);
                 pthread_mutex_lock(&o->fast_lock);
                 for (size_t i = 0; i < o->n_offers; i++) {
                         const FastOffer *f = &o->offers[i];
@@ -65,7 +70,8 @@ void onaccess_loop_idle(OnAccess *o) {
                                            .mtime = f->st.mtime, .ctime = f->st.ctime, .mode = f->st.mode,
                                            .ino_version = f->st.ino_version,
                                            .has_ino_version = f->st.has_ino_version, .uses = uses, .epoch = next };
-                        o->want_version = f->st.mask & IVER_STATX_INO_VERSION;
+                        __atomic_store_n(&o->want_version, (f->st.mask & IVER_STATX_INO_VERSION) != 0,
+                                         __ATOMIC_RELAXED);
                 }
                 pthread_mutex_unlock(&o->fast_lock);
                 o->n_offers = 0;
@@ -84,7 +90,7 @@ bool oa_fast_use(OnAccess *o, int fd, bool exec) {
         if (ioctl(track, FIONREAD, &queued) < 0 || queued > 0)
                 return false;
         IverStat st;
-        if (iver_stat_fd(NULL, fd, o->want_version, &st) < 0)
+        if (iver_stat_fd(NULL, fd, __atomic_load_n(&o->want_version, __ATOMIC_RELAXED), &st) < 0)
                 return false;
         pthread_mutex_lock(&o->fast_lock);
         const FastEntry *e = &o->fast[slot(st.dev, st.ino)];

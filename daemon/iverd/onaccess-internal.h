@@ -93,7 +93,7 @@ struct OnAccess {
         /* the thread's fast path (onaccess-fast.c) */
         uint64_t epoch;               /* odd: the loop is awake (atomic; the loop writes) */
         int track_fd;                 /* the change tracker's group, or -1 (atomic) */
-        bool want_version;            /* statx asks for the inode version */
+        bool want_version;            /* statx asks for the inode version (atomic) */
         pthread_mutex_t fast_lock;    /* fast[] */
         FastEntry fast[FAST_SLOTS];
         FastOffer offers[FAST_OFFERS]; /* the loop only */

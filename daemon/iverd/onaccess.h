@@ -28,7 +28,10 @@ typedef struct OnAccess OnAccess;
  * was still queued). A stopped or hung process still holds uses on the marked
  * filesystems until it is killed (the unit's watchdog does that).
  * Close-after-write events of the same group invalidate cached digests (stores
- * through a shared mapping move no timestamp on tmpfs). */
+ * through a shared mapping move no timestamp on tmpfs).
+ * In open mode the reading thread answers a cached use itself, from the
+ * event's fd and a table the loop publishes after each callback
+ * (onaccess-fast.c): no hand-off, no path, no /proc read. */
 int onaccess_new(Manager *m, IverOnAccess mode, uint64_t timeout_usec, OnAccess **ret);
 OnAccess *onaccess_free(OnAccess *o);
 /* Mark the filesystem holding dir (once per filesystem) if files directly
