@@ -14,6 +14,7 @@
  *                    any on-access measurer costs at the least
  *   execmiss FILE    write new bytes into FILE, then time its execve(): the
  *                    exec waits for the new content to be measured (a miss)
+ *   openmiss FILE    the same for open()+close() (OnAccess=open)
  *   spawn FILE       posix_spawn() + waitpid() of a real program (context:
  *                    what a whole exec costs)
  * Prints the median in nanoseconds. Used by bench/onaccess.sh; not a test. */
@@ -79,21 +80,42 @@ static int64_t exec_once(const char *path) {
         return dt;
 }
 
+/* new content each time (round i): a use cannot be a cache hit */
+static void rewrite_once(const char *path, int i) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        char b[16];
+        int k = snprintf(b, sizeof(b), "%08d", i);
+        if (fd < 0 || pwrite(fd, b, (size_t) k, 64) != k) {
+                perror(path);
+                exit(1);
+        }
+        close(fd);
+}
+
 static int64_t median_exec(const char *path, int n, bool rewrite) {
         int64_t *t = calloc((size_t) n, sizeof(*t));
         for (int i = 0; i < n; i++) {
-                if (rewrite) {
-                        /* new content each time: the exec cannot be a cache hit */
-                        int fd = open(path, O_WRONLY | O_CLOEXEC);
-                        char b[16];
-                        int k = snprintf(b, sizeof(b), "%08d", i);
-                        if (fd < 0 || pwrite(fd, b, (size_t) k, 64) != k) {
-                                perror(path);
-                                exit(1);
-                        }
-                        close(fd);
-                }
+                if (rewrite)
+                        rewrite_once(path, i);
                 t[i] = exec_once(path);
+        }
+        int64_t m = median(t, n);
+        free(t);
+        return m;
+}
+
+static int64_t median_open_miss(const char *path, int n) {
+        int64_t *t = calloc((size_t) n, sizeof(*t));
+        for (int i = 0; i < n; i++) {
+                rewrite_once(path, i);
+                int64_t t0 = now_ns();
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0) {
+                        perror(path);
+                        exit(1);
+                }
+                close(fd);
+                t[i] = now_ns() - t0;
         }
         int64_t m = median(t, n);
         free(t);
@@ -153,7 +175,7 @@ static void listen_on(const char *path, uint64_t mask) {
 
 int main(int argc, char *argv[]) {
         if (argc < 3) {
-                fprintf(stderr, "usage: %s plain|perm|exec|execperm|execmiss|spawn FILE [N]\n", argv[0]);
+                fprintf(stderr, "usage: %s plain|perm|exec|execperm|execmiss|openmiss|spawn FILE [N]\n", argv[0]);
                 return 2;
         }
         const char *mode = argv[1], *f = argv[2];
@@ -173,6 +195,8 @@ int main(int argc, char *argv[]) {
                 r = median_exec(f, n ?: 20000, false);
         } else if (strcmp(mode, "execmiss") == 0)
                 r = median_exec(f, n ?: 500, true);
+        else if (strcmp(mode, "openmiss") == 0)
+                r = median_open_miss(f, n ?: 500);
         else if (strcmp(mode, "spawn") == 0) {
                 (void) median_spawn(f, 100);
                 r = median_spawn(f, n ?: 2000);

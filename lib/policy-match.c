@@ -186,6 +186,13 @@ bool iver_policy_wants_opens(const IverPolicy *p) {
         return false;
 }
 
+bool iver_policy_uses_subject(const IverPolicy *p) {
+        for (size_t i = 0; p && i < p->n_rules; i++)
+                if (p->rules[i].set & (1u << COND_UID))
+                        return true;
+        return false;
+}
+
 static uint32_t scan_list(const IverPolicy *p, const TrieNode *n, const uint8_t *path, size_t len,
                           const IverFileAttr *attr, uint32_t best) {
         for (uint32_t k = 0; k < n->n_rules; k++) {

@@ -370,19 +370,37 @@ static uint32_t process_uid(int pid) {
         return (uint32_t) uid;
 }
 
-/* An exec's fast path: the content of st's inode is on record unchanged,
- * hashed with the algorithm the policy asks for under the name it was
- * measured under (no readlink of the fd: the cache knows the name). */
-static bool on_record(Manager *m, const IverStat *st) {
+/* A use's fast path: the content of st's inode is on record unchanged,
+ * hashed with the algorithm the policy asks for, decided for this use under
+ * the name it was measured under (no readlink of the fd: the cache knows the
+ * name). Not when a rule looks at the user (uid=): its decision needs the
+ * process. */
+static bool on_record(Manager *m, const IverStat *st, bool exec) {
         IverCache *c = iver_context_cache(m->ctx);
         uint32_t idx = S_ISREG(st->mode) ? iver_cache_find_inode(c, st->dev, st->ino) : IVER_CACHE_NONE;
         char p[IVER_CACHE_PATH_MAX];
         IverDecision dec;
-        if (idx == IVER_CACHE_NONE || iver_cache_path(c, idx, p, sizeof(p)) >= sizeof(p))
+        if (idx == IVER_CACHE_NONE || iver_policy_uses_subject(m->gen->policy) ||
+            iver_cache_path(c, idx, p, sizeof(p)) >= sizeof(p))
                 return false;
-        IverFileAttr attr = file_attr(m, NULL, st, IVER_UID_UNKNOWN);
+        IverFileAttr attr = file_attr_use(m, NULL, st, IVER_UID_UNKNOWN, exec ? IVER_FUNC_EXEC : IVER_FUNC_OPEN);
         iver_check_decide(m->gen->policy, p, &attr, m->gen->hash, &dec);
         return iver_check_peek(m->ctx, st, dec.algo);
+}
+
+bool checker_use_cached(Manager *m, const IverStat *st, bool exec) {
+        IverIdentity id = iver_stat_identity(st);
+        /* writes to it are seen by the tracker's group (the thread looks at
+         * its queue), its digest is on record, and not held back from the list */
+        return fstrack_tracks(m->fstrack, st->dev) && on_record(m, st, exec) && !rest_holds(m->rest, &id);
+}
+
+void checker_uses_commit(Manager *m) {
+        (void) evidence_commit(m->evidence);
+}
+
+int checker_track_fd(Manager *m) {
+        return fstrack_fd(m->fstrack);
 }
 
 int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *u) {
@@ -394,15 +412,17 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
         if (r < 0)
                 return r;
         fstrack_sync_use(m->fstrack); /* a close before this use flags the entry first */
-        /* the usual exec: this inode's content is on record unchanged (a file
-         * open for write cannot be executed: ETXTBSY; a miss hashes under a
-         * read lease, and without one its provisional result is a violation) */
-        if (exec && on_record(m, &st)) {
+        /* the usual use: this inode's content is on record unchanged (a file
+         * open for write cannot be executed: ETXTBSY; an open of one goes on
+         * below, to open_writers; a miss hashes under a read lease, and
+         * without one its provisional result is a violation) */
+        if (on_record(m, &st, exec) && (exec || !open_for_write(fd))) {
                 /* on record: its entry may still wait for its name to come to
                  * rest (listed now: it is used) or for the group commit */
                 IverIdentity id = iver_stat_identity(&st);
                 (void) rest_use(m->rest, &id);
                 (void) evidence_commit(m->evidence);
+                onaccess_fast_offer(m->onaccess, &st); /* the next such use: the reading thread's */
                 return 0;
         }
         if (!path)

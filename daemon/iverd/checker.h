@@ -58,6 +58,15 @@ typedef struct CheckerUse {
  * ahead of other work (answer at onaccess_job_done(waiter)); -errno when the
  * file cannot be looked at (answer now). */
 int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *ret);
+/* Whether a use (exec, or open) of the version st of a file is answered
+ * from the record with nothing to do: on record unchanged under the one
+ * decision, no held entry to list, writes to it tracked by the change
+ * tracker's group (onaccess-fast.c publishes such uses to its thread). */
+bool checker_use_cached(Manager *m, const IverStat *st, bool exec);
+/* The list entries staged so far are committed (a use goes on). */
+void checker_uses_commit(Manager *m);
+/* The change tracker's fanotify group, or -1. */
+int checker_track_fd(Manager *m);
 /* A violation: counted, journal + audit (cause what), and a violation entry
  * in the list when d (a measure rule) is given. */
 void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d, IverHashAlgo algo, const char *what);

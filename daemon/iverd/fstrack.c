@@ -355,6 +355,15 @@ void fstrack_sync_use(FsTrack *t) {
                 (void) fstrack_drain(t, 64);
 }
 
+bool fstrack_tracks(FsTrack *t, uint32_t dev) {
+        TrackedFs *f = t ? fstrack_find_dev(t, dev) : NULL;
+        return f && f->mode == FSTRACK_FANOTIFY;
+}
+
+int fstrack_fd(const FsTrack *t) {
+        return t ? t->fd : -1;
+}
+
 int fstrack_attest(void *userdata, const IverStat *st) {
         FsTrack *t = userdata;
         TrackedFs *f = fstrack_find_dev(t, st->dev);

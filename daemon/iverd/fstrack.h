@@ -72,3 +72,8 @@ json_object *fstrack_status(FsTrack *t);
 json_object *fstrack_explain(FsTrack *t, const IverStat *st, uint32_t dev, uint64_t ino);
 uint64_t fstrack_events(const FsTrack *t);
 uint64_t fstrack_overflows(const FsTrack *t);
+/* Whether writes to files on dev are seen by the fanotify group (every
+ * event, no gap so far). */
+bool fstrack_tracks(FsTrack *t, uint32_t dev);
+/* The fanotify group's fd (what is queued there is not read yet), or -1. */
+int fstrack_fd(const FsTrack *t);

@@ -681,8 +681,30 @@ int manager_start(Manager *m) {
         return 0;
 }
 
+/* sd_event_loop(), with the on-access thread told when the loop runs a
+ * callback (our code runs nowhere else: no prepare callbacks): what was
+ * published after one holds until the next (onaccess-fast.c). */
+static int run_loop(Manager *m) {
+        sd_event *e = m->event;
+        int r, code = 0;
+        while (sd_event_get_state(e) != SD_EVENT_FINISHED) {
+                r = sd_event_prepare(e);
+                if (r == 0)
+                        r = sd_event_wait(e, UINT64_MAX);
+                if (r > 0) {
+                        onaccess_loop_busy(m->onaccess);
+                        r = sd_event_dispatch(e);
+                        onaccess_loop_idle(m->onaccess);
+                }
+                if (r < 0)
+                        return r;
+        }
+        return sd_event_get_exit_code(e, &code) < 0 ? 0 : code;
+}
+
 int manager_run(Manager *m) {
-        int r = sd_event_loop(m->event);
+        int r = run_loop(m);
+        onaccess_loop_busy(m->onaccess); /* (its thread is stopped by now) */
         (void) persist_save(m);
         /* the loop ended: nothing is watched from here (the next gap's start) */
         evidence_mark_alive(m->evidence);

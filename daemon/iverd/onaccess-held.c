@@ -169,7 +169,11 @@ int oa_on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                         CheckerUse u;
                         w->state = W_BUSY;
                         pthread_mutex_unlock(&o->lock);
-                        int r = oa_fd_path(efd, path, sizeof(path)) < 0 ? 0 : checker_use(o->m, efd, path, exec, pid, id, &u);
+                        /* on record: answered with no name (no readlink) */
+                        int r = checker_use(o->m, efd, NULL, exec, pid, id, &u);
+                        if (r == -EAGAIN)
+                                r = oa_fd_path(efd, path, sizeof(path)) < 0 ? 0
+                                                                            : checker_use(o->m, efd, path, exec, pid, id, &u);
                         char *p = r == 1 ? strdup(path) : NULL;
                         pthread_mutex_lock(&o->lock);
                         ssize_t k = find(o, id);

@@ -16,6 +16,10 @@
 #define MAX_WAITERS 4096
 #define MAX_UNCHECKED 1024       /* uses allowed unchecked, waiting for their violation entry */
 #define STALL_USEC 100000ULL     /* the loop left events unread this long: the thread reads */
+#define FAST_SLOTS 4096          /* cached uses the reading thread answers (a power of 2) */
+#define FAST_OFFERS 256          /* uses offered for it in one wake-up of the loop */
+#define FAST_OPEN 1
+#define FAST_EXEC 2
 #define INC(x) __atomic_fetch_add(&(x), 1, __ATOMIC_RELAXED)
 #define GET(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
@@ -48,6 +52,21 @@ typedef struct Unchecked {
         bool exec;
 } Unchecked;
 
+/* A use the loop answered from the record, to publish when it sleeps. */
+typedef struct FastOffer {
+        IverStat st;
+} FastOffer;
+
+/* What the reading thread may answer at once (onaccess-fast.c). */
+typedef struct FastEntry {
+        uint64_t epoch;              /* published in; 0: empty */
+        uint32_t dev, mode;
+        uint64_t ino, gen, size, ino_version;
+        int64_t mtime, ctime;
+        bool has_ino_version;
+        uint8_t uses;                /* FAST_OPEN | FAST_EXEC */
+} FastEntry;
+
 struct OnAccess {
         Manager *m;
         IverOnAccess mode;
@@ -71,8 +90,17 @@ struct OnAccess {
         pthread_t thread;
         bool thread_running;
 
+        /* the thread's fast path (onaccess-fast.c) */
+        uint64_t epoch;               /* odd: the loop is awake (atomic; the loop writes) */
+        int track_fd;                 /* the change tracker's group, or -1 (atomic) */
+        bool want_version;            /* statx asks for the inode version (atomic) */
+        pthread_mutex_t fast_lock;    /* fast[] */
+        FastEntry fast[FAST_SLOTS];
+        FastOffer offers[FAST_OFFERS]; /* the loop only */
+        size_t n_offers;
+
         /* counters (relaxed atomics: both threads count) */
-        uint64_t events, self_allowed, cached, measured, timeouts, unchecked, stalled_reads, overflows;
+        uint64_t events, self_allowed, cached, measured, timeouts, unchecked, stalled_reads, overflows, by_reader;
 };
 
 /* FAN_ALLOW for the event whose fd is fd. */
@@ -87,6 +115,9 @@ void oa_allow_unchecked(OnAccess *o, int fd, bool exec);
 /* Read what the group has; on the thread, uses become W_NEW waiters. */
 void oa_read_events(OnAccess *o, bool on_thread);
 void *oa_thread_main(void *arg);
+/* On the reading thread: whether the use of fd (the event's) is answered at
+ * once, from what the loop published (onaccess-fast.c). */
+bool oa_fast_use(OnAccess *o, int fd, bool exec);
 int oa_on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 /* Allow everything held, stop the thread, close the group. */
 void oa_stop(OnAccess *o);

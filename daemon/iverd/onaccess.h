@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "iver/conf.h"
+#include "iver/stat.h"
 
 typedef struct Manager Manager;
 typedef struct OnAccess OnAccess;
@@ -27,7 +28,10 @@ typedef struct OnAccess OnAccess;
  * was still queued). A stopped or hung process still holds uses on the marked
  * filesystems until it is killed (the unit's watchdog does that).
  * Close-after-write events of the same group invalidate cached digests (stores
- * through a shared mapping move no timestamp on tmpfs). */
+ * through a shared mapping move no timestamp on tmpfs).
+ * In open mode the reading thread answers a cached use itself, from the
+ * event's fd and a table the loop publishes after each callback
+ * (onaccess-fast.c): no hand-off, no path, no /proc read. */
 int onaccess_new(Manager *m, IverOnAccess mode, uint64_t timeout_usec, OnAccess **ret);
 OnAccess *onaccess_free(OnAccess *o);
 /* Mark the filesystem holding dir (once per filesystem) if files directly
@@ -41,6 +45,14 @@ void onaccess_add_file(OnAccess *o, uint32_t dev, const char *path);
 void onaccess_job_done(OnAccess *o, uint64_t waiter);
 /* The list was flushed: answer the uses whose measurement is in it. */
 void onaccess_flushed(OnAccess *o);
+/* The loop answered a use of st from the record: after this callback, the
+ * reading thread may answer the uses (exec, open) of the same version
+ * itself that are on record then (checker_use_cached). */
+void onaccess_fast_offer(OnAccess *o, const IverStat *st);
+/* The event loop runs a callback (every entry the thread may answer from
+ * is void from now on) / is done with it (its offers are published). */
+void onaccess_loop_busy(OnAccess *o);
+void onaccess_loop_idle(OnAccess *o);
 /* Uses waiting for a measurement (settle counts them). */
 unsigned onaccess_waiting(const OnAccess *o);
 unsigned onaccess_marks(const OnAccess *o);

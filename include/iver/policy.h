@@ -208,3 +208,6 @@ bool iver_policy_may_match_below(const IverPolicy *p, IverPolicyClass class,
 /* Whether a measure or appraise rule names func=open (FILE_CHECK): then
  * on-access must see opens even with OnAccess=exec. */
 bool iver_policy_wants_opens(const IverPolicy *p);
+/* Whether any rule looks at the subject of a use (uid=): without one, a
+ * decision for a use needs no look at the process that made it. */
+bool iver_policy_uses_subject(const IverPolicy *p);

@@ -284,6 +284,11 @@ START_TEST(test_func_and_mask) {
 
         p = load_ok("measure path=/**\nmeasure path=/e/** func=BPRM_CHECK\n");
         ck_assert(!iver_policy_wants_opens(p));
+        /* no rule looks at the user: a use is decided without its process */
+        ck_assert(!iver_policy_uses_subject(p));
+        iver_policy_free(p);
+        p = load_ok("measure path=/** fowner=0\ndont_measure path=/u/* uid=1000\n");
+        ck_assert(iver_policy_uses_subject(p));
         iver_policy_free(p);
 }
 END_TEST
