@@ -413,23 +413,67 @@ int iver_snapshot_decode(const uint8_t *buf, size_t len, const uint8_t boot_id[1
 
 /* ---- files ---- */
 
-int iver_snapshot_write(const char *path, const IverCache *c, const IverLedgerCounters *counters,
-                        const uint8_t boot_id[16], const uint8_t key[IVER_SNAPSHOT_KEY_SIZE]) {
-        const char *name;
+struct IverSnapshotWrite {
+        int dir_fd;
         IverAtomicFile f;
-        _cleanup_close_ int dfd = iver_open_dir_of(path, &name);
-        if (dfd < 0)
-                return dfd;
-        /* a new temporary (O_EXCL|O_NOFOLLOW) written as it is encoded, synced, renamed over path */
-        int r = iver_atomic_open(dfd, name, 0600, &f);
-        if (r < 0)
+        char name[NAME_MAX + 1];
+};
+
+static IverSnapshotWrite *write_free(IverSnapshotWrite *w) {
+        if (w) {
+                if (w->dir_fd >= 0)
+                        close(w->dir_fd);
+                free(w);
+        }
+        return NULL;
+}
+
+int iver_snapshot_write_begin(const char *path, const IverCache *c, const IverLedgerCounters *counters,
+                              const uint8_t boot_id[16], const uint8_t key[IVER_SNAPSHOT_KEY_SIZE],
+                              IverSnapshotWrite **ret) {
+        const char *name;
+        IverSnapshotWrite *w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        w->dir_fd = iver_open_dir_of(path, &name);
+        if (w->dir_fd < 0 || strlen(name) > NAME_MAX) {
+                int r = w->dir_fd < 0 ? w->dir_fd : -ENAMETOOLONG;
+                w->dir_fd = -EBADF;
+                write_free(w);
                 return r;
+        }
+        strcpy(w->name, name);
+        /* a new temporary (O_EXCL|O_NOFOLLOW) written as it is encoded */
+        int r = iver_atomic_open(w->dir_fd, w->name, 0600, &w->f);
+        if (r < 0) {
+                write_free(w);
+                return r;
+        }
         /* the window at its full size at once: one allocation, never a realloc */
-        Buf b = { .fd = f.fd, .cap = FLUSH_AT + RECORD_FIXED + IVER_CACHE_PATH_MAX + IVER_DIGEST_MAX };
+        Buf b = { .fd = w->f.fd, .cap = FLUSH_AT + RECORD_FIXED + IVER_CACHE_PATH_MAX + IVER_DIGEST_MAX };
         b.p = malloc(b.cap);
         r = b.p ? encode(c, counters, boot_id, key, &b) : -ENOMEM;
         free(b.p);
-        return iver_atomic_commit(&f, name, 0600, IVER_WRITE_SYNC | IVER_WRITE_EXACT_MODE, r);
+        if (r < 0) {
+                (void) iver_atomic_commit(&w->f, w->name, 0600, 0, r); /* removes the temporary */
+                write_free(w);
+                return r;
+        }
+        *ret = w;
+        return 0;
+}
+
+int iver_snapshot_commit(IverSnapshotWrite *w) {
+        int r = iver_atomic_commit(&w->f, w->name, 0600, IVER_WRITE_SYNC | IVER_WRITE_EXACT_MODE, 0);
+        write_free(w);
+        return r;
+}
+
+int iver_snapshot_write(const char *path, const IverCache *c, const IverLedgerCounters *counters,
+                        const uint8_t boot_id[16], const uint8_t key[IVER_SNAPSHOT_KEY_SIZE]) {
+        IverSnapshotWrite *w;
+        int r = iver_snapshot_write_begin(path, c, counters, boot_id, key, &w);
+        return r < 0 ? r : iver_snapshot_commit(w);
 }
 
 /* The MAC of fd's first len bytes, read through win. */

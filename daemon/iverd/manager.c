@@ -592,7 +592,10 @@ static int setup_evidence(Manager *m, IverdExit *ex) {
                 return r; /* logged there */
         /* bound to the list just opened */
         int64_t snapshot_sec;
-        persist_load(m, &snapshot_sec);
+        r = persist_new(m->event, m->ctx, m->conf.state_directory, m->evidence, m->rest, &m->persist);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up snapshots: %m");
+        persist_load(m->persist, &snapshot_sec);
         /* a list continued from an earlier run of this boot: the gap first */
         r = evidence_record_gap(m->evidence, snapshot_sec, m->conf.hash);
         if (r < 0)
@@ -634,6 +637,7 @@ Manager *manager_free(Manager *m) {
         m->onaccess = onaccess_free(m->onaccess);
         /* workers first: they may still be hashing paths the queue owns */
         workers_free(m->workers);
+        persist_free(m->persist); /* a save in flight ends first: it wrote next to the list */
         evidence_free(m->evidence);
         recheck_free(m->recheck);
         rest_free(m->rest);
@@ -645,7 +649,6 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->dispatch_source);
         sd_event_source_disable_unref(m->rescan_timer);
         sd_event_source_disable_unref(m->status_timer);
-        sd_event_source_disable_unref(m->snapshot_timer);
         queue_free(m->queue);
         iver_context_free(m->ctx);
         generation_unref(m->gen);
@@ -670,7 +673,7 @@ int manager_start(Manager *m) {
                 if (r < 0)
                         return log_error_errno(r, "Cannot start the rescan timer: %m");
         }
-        r = persist_start_timer(m, SNAPSHOT_INTERVAL_USEC);
+        r = persist_start_timer(m->persist, SNAPSHOT_INTERVAL_USEC);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the snapshot timer: %m");
         /* ready: the control socket is up and the initial scan is queued */
@@ -705,7 +708,7 @@ static int run_loop(Manager *m) {
 int manager_run(Manager *m) {
         int r = run_loop(m);
         onaccess_loop_busy(m->onaccess); /* (its thread is stopped by now) */
-        (void) persist_save(m);
+        (void) persist_save(m->persist);
         /* the loop ended: nothing is watched from here (the next gap's start) */
         evidence_mark_alive(m->evidence);
         return r;

@@ -25,6 +25,7 @@ typedef struct Evidence Evidence;
 typedef struct OnAccess OnAccess;
 typedef struct Recheck Recheck;
 typedef struct Rest Rest;
+typedef struct Persist Persist;
 
 typedef struct Manager {
         sd_event *event;
@@ -63,10 +64,7 @@ typedef struct Manager {
         uint64_t gid_stats;             /* group allowed to read (UINT64_MAX: none) */
         bool ready_sent;
         bool sweep_pending;             /* a full scan runs: sweep unseen entries when it settles */
-        bool snapshots_enabled;
-        uint64_t snapshot_checks;       /* ledger checks at the last snapshot */
-        uint64_t snapshot_interval_usec;
-        sd_event_source *snapshot_timer;
+        Persist *persist;               /* snapshots of cache and ledger (persist.h) */
 
 } Manager;
 

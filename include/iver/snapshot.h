@@ -53,6 +53,16 @@ int iver_snapshot_decode(const uint8_t *buf, size_t len, const uint8_t boot_id[1
  * window as it is encoded, fsync, rename, fsync dir. */
 int iver_snapshot_write(const char *path, const IverCache *c, const IverLedgerCounters *counters,
                         const uint8_t boot_id[16], const uint8_t key[IVER_SNAPSHOT_KEY_SIZE]);
+/* The same in two steps, for a daemon that keeps fsync off its loop: the
+ * encoding written to a new temporary next to path (page cache only; the
+ * cache is read here, on the caller's thread), then iver_snapshot_commit()
+ * on any thread: fsync, rename over path, fsync of the directory. Either
+ * step frees w; on failure the temporary is removed. */
+typedef struct IverSnapshotWrite IverSnapshotWrite;
+int iver_snapshot_write_begin(const char *path, const IverCache *c, const IverLedgerCounters *counters,
+                              const uint8_t boot_id[16], const uint8_t key[IVER_SNAPSHOT_KEY_SIZE],
+                              IverSnapshotWrite **ret);
+int iver_snapshot_commit(IverSnapshotWrite *w);
 /* Read + decode through a 1 MiB window, never the whole file: it is read
  * twice, authenticated and then decoded (and authenticated again: bytes that
  * changed between the reads fail as IVER_SNAPSHOT_BAD_MAC). -ENOENT when
