@@ -60,3 +60,17 @@ void notify_ack(int fd) {
         uint64_t v;
         (void) !read(fd, &v, sizeof(v));
 }
+
+void thread_cond_init(pthread_cond_t *cond) {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(cond, &ca);
+        pthread_condattr_destroy(&ca);
+}
+
+void thread_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t until_usec) {
+        struct timespec ts = { .tv_sec = (time_t) (until_usec / 1000000ULL),
+                               .tv_nsec = (long) (until_usec % 1000000ULL) * 1000 };
+        (void) pthread_cond_timedwait(cond, lock, &ts);
+}

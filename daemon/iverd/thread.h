@@ -28,6 +28,11 @@ void thread_request_stop(pthread_mutex_t *lock, pthread_cond_t *cond, bool *stop
  * caller must leave it its memory. */
 int thread_join(pthread_t t, uint64_t timeout_usec);
 
+/* A condition variable whose timed waits run on now_usec()'s clock. */
+void thread_cond_init(pthread_cond_t *cond);
+/* Wait on cond (lock held) until signalled or now_usec() reaches until_usec. */
+void thread_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t until_usec);
+
 /* An eventfd (O_CLOEXEC, nonblocking) for one thread to wake the loop (or the
  * loop the thread): returns the fd or -errno. */
 int notify_new(void);

@@ -63,8 +63,7 @@ static bool retry_wait(TpmThread *t, int r, unsigned attempt) {
         pthread_mutex_lock(&t->lock);
         t->st.retries++;
         while (!t->stop && now_usec() < until) {
-                struct timespec ts = { .tv_sec = (time_t) (until / 1000000ULL), .tv_nsec = (long) (until % 1000000ULL) * 1000 };
-                (void) pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+                thread_cond_wait_until(&t->cond, &t->lock, until);
         }
         bool again = !t->stop;
         pthread_mutex_unlock(&t->lock);

@@ -198,8 +198,7 @@ static void *run(void *userdata) {
                 if (wake == 0)
                         continue;
 
-                struct timespec ts = { .tv_sec = (time_t) (wake / 1000000ULL), .tv_nsec = (long) (wake % 1000000ULL) * 1000 };
-                (void) pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+                thread_cond_wait_until(&t->cond, &t->lock, wake);
         }
         pthread_mutex_unlock(&t->lock);
         return NULL;
@@ -229,7 +228,6 @@ const IverImaFile *tpm_thread_served(const TpmThread *t) {
 int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, int list_fd, size_t n, uint64_t size,
                    uint32_t pcrs, IverImaFile *served, const char *kernel_dir, TpmThread **ret) {
         TpmThread *t = calloc(1, sizeof(*t));
-        pthread_condattr_t ca;
         int r;
 
         if (!t)
@@ -238,10 +236,7 @@ int tpm_thread_new(const char *tcti, unsigned banks, unsigned pcr, int list_fd, 
         t->want_banks = banks;
         t->pcr_mask = 1u << pcr;
         pthread_mutex_init(&t->lock, NULL);
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&t->cond, &ca);
-        pthread_condattr_destroy(&ca);
+        thread_cond_init(&t->cond);
         r = iver_tpm_new(tcti, &t->tpm);
         if (r < 0)
                 goto fail;
