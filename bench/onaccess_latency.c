@@ -51,9 +51,14 @@ static int64_t median(int64_t *t, int n) {
         return t[n / 2];
 }
 
-static int64_t median_open(const char *path, int n) {
+static void rewrite_once(const char *path, int i);
+
+/* miss: the file is rewritten before each open (not timed) */
+static int64_t median_open(const char *path, int n, bool miss) {
         int64_t *t = calloc((size_t) n, sizeof(*t));
         for (int i = 0; i < n; i++) {
+                if (miss)
+                        rewrite_once(path, i);
                 int64_t t0 = now_ns();
                 int fd = open(path, O_RDONLY | O_CLOEXEC);
                 if (fd < 0) {
@@ -98,24 +103,6 @@ static int64_t median_exec(const char *path, int n, bool rewrite) {
                 if (rewrite)
                         rewrite_once(path, i);
                 t[i] = exec_once(path);
-        }
-        int64_t m = median(t, n);
-        free(t);
-        return m;
-}
-
-static int64_t median_open_miss(const char *path, int n) {
-        int64_t *t = calloc((size_t) n, sizeof(*t));
-        for (int i = 0; i < n; i++) {
-                rewrite_once(path, i);
-                int64_t t0 = now_ns();
-                int fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0) {
-                        perror(path);
-                        exit(1);
-                }
-                close(fd);
-                t[i] = now_ns() - t0;
         }
         int64_t m = median(t, n);
         free(t);
@@ -182,11 +169,11 @@ int main(int argc, char *argv[]) {
         int n = argc > 3 ? atoi(argv[3]) : 0;
         int64_t r;
         if (strcmp(mode, "plain") == 0 || strcmp(mode, "perm") == 0) {
-                (void) median_open(f, 2000); /* warm up */
+                (void) median_open(f, 2000, false); /* warm up */
                 if (strcmp(mode, "perm") == 0)
                         listen_on(f, FAN_OPEN_PERM);
-                (void) median_open(f, 2000);
-                r = median_open(f, n ?: 20000);
+                (void) median_open(f, 2000, false);
+                r = median_open(f, n ?: 20000, false);
         } else if (strcmp(mode, "exec") == 0 || strcmp(mode, "execperm") == 0) {
                 (void) median_exec(f, 2000, false);
                 if (strcmp(mode, "execperm") == 0)
@@ -196,7 +183,7 @@ int main(int argc, char *argv[]) {
         } else if (strcmp(mode, "execmiss") == 0)
                 r = median_exec(f, n ?: 500, true);
         else if (strcmp(mode, "openmiss") == 0)
-                r = median_open_miss(f, n ?: 500);
+                r = median_open(f, n ?: 500, true);
         else if (strcmp(mode, "spawn") == 0) {
                 (void) median_spawn(f, 100);
                 r = median_spawn(f, n ?: 2000);
