@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "onaccess.h"
 #include "iver/check.h"
 #include "iver/policy.h"
 #include "generation.h"
@@ -34,13 +35,6 @@ bool checker_has_room(const Manager *m);
 bool checker_window_low(const Manager *m);
 /* Worker eventfd: finish the jobs the pool has done. */
 int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *userdata);
-
-/* What the policy says about a used file (for a later violation entry). */
-typedef struct CheckerUse {
-        IverPolicyDecision d;      /* the measure rule, when measure */
-        bool measure;
-        IverHashAlgo algo;
-} CheckerUse;
 
 /* On-access: the file open as fd (named path) is about to be executed
  * (exec) or opened by process pid (its real uid is the subject of uid= rules). Executed while open for write (no read lease: a writer,

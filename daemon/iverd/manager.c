@@ -543,6 +543,39 @@ static int setup_loop(Manager *m, IverdExit *ex) {
         return 0;
 }
 
+/* On-access reports its uses to the checker. */
+static int oa_use(void *m, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *ret) {
+        return checker_use(m, fd, path, exec, pid, waiter, ret);
+}
+static bool oa_use_cached(void *m, const IverStat *st, bool exec) {
+        return checker_use_cached(m, st, exec);
+}
+static void oa_uses_commit(void *m) {
+        checker_uses_commit(m);
+}
+static int oa_track_fd(void *m) {
+        return checker_track_fd(m);
+}
+static void oa_violation(void *m, const char *path, const IverPolicyDecision *d, IverHashAlgo algo, const char *what) {
+        checker_violation(m, path, d, algo, what);
+}
+static void oa_unchecked_use(void *m, const char *path, uint32_t dev, uint64_t ino, bool exec, const char *what) {
+        checker_unchecked_use(m, path, dev, ino, exec, what);
+}
+static bool oa_dir_measured(void *m, const char *dir) {
+        return checker_dir_measured(m, dir);
+}
+
+static const OnAccessOps onaccess_ops = {
+        .use = oa_use,
+        .use_cached = oa_use_cached,
+        .uses_commit = oa_uses_commit,
+        .track_fd = oa_track_fd,
+        .violation = oa_violation,
+        .unchecked_use = oa_unchecked_use,
+        .dir_measured = oa_dir_measured,
+};
+
 /* The queue, the hashing threads, change tracking, the walk, on-access. */
 static int setup_checks(Manager *m) {
         int r = queue_new(&m->queue);
@@ -572,7 +605,10 @@ static int setup_checks(Manager *m) {
                 /* these log only what they carry on without (no fanotify, no mountinfo) */
                 return log_error_errno(r, "Cannot set up change tracking and the directory walk: %m");
         if (m->conf.on_access != IVER_ON_ACCESS_NONE) {
-                r = onaccess_new(m, m->conf.on_access, m->conf.on_access_timeout_usec, &m->onaccess);
+                OnAccessOps ops = onaccess_ops;
+                ops.userdata = m;
+                r = onaccess_new(m->event, &ops, m->conf.on_access, iver_policy_wants_opens(m->gen->policy),
+                                 m->conf.on_access_timeout_usec, &m->onaccess);
                 if (r < 0) {
                         /* no fanotify permission events here (kernel, container, missing CAP_SYS_ADMIN) */
                         log_notice_errno(r, "On-access checks unavailable (%m): OnAccess=%s falls back to none",

@@ -22,7 +22,6 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "checker.h"
 #include "onaccess-internal.h"
 
 static size_t slot(uint32_t dev, uint64_t ino) {
@@ -56,13 +55,13 @@ void onaccess_loop_idle(OnAccess *o) {
         uint64_t next = (o->epoch | 1) + 1;
         if (o->n_offers > 0) {
                 /* what it answers from is in the list file (a use goes on) */
-                checker_uses_commit(o->m);
+                o->ops.uses_commit(o->ops.userdata);
                 pthread_mutex_lock(&o->fast_lock);
                 for (size_t i = 0; i < o->n_offers; i++) {
                         const FastOffer *f = &o->offers[i];
                         /* both uses (an exec is two events: exec, then open) */
-                        uint8_t uses = (checker_use_cached(o->m, &f->st, false) ? FAST_OPEN : 0) |
-                                       (checker_use_cached(o->m, &f->st, true) ? FAST_EXEC : 0);
+                        uint8_t uses = (o->ops.use_cached(o->ops.userdata, &f->st, false) ? FAST_OPEN : 0) |
+                                       (o->ops.use_cached(o->ops.userdata, &f->st, true) ? FAST_EXEC : 0);
                         if (uses == 0)
                                 continue;
                         FastEntry *e = &o->fast[slot(f->st.dev, f->st.ino)];
@@ -76,7 +75,7 @@ void onaccess_loop_idle(OnAccess *o) {
                 pthread_mutex_unlock(&o->fast_lock);
                 o->n_offers = 0;
         }
-        __atomic_store_n(&o->track_fd, checker_track_fd(o->m), __ATOMIC_RELAXED);
+        __atomic_store_n(&o->track_fd, o->ops.track_fd(o->ops.userdata), __ATOMIC_RELAXED);
         __atomic_store_n(&o->epoch, next, __ATOMIC_SEQ_CST);
 }
 

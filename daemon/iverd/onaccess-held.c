@@ -17,10 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checker.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
 #include "onaccess-internal.h"
 #include "thread.h"
 
@@ -141,14 +139,14 @@ static void list_unchecked(OnAccess *o) {
                 o->overflowed = false;
                 pthread_mutex_unlock(&o->lock);
                 for (size_t i = 0; i < n; i++) {
-                        checker_unchecked_use(o->m, u[i].path, u[i].dev, u[i].ino, u[i].exec,
+                        o->ops.unchecked_use(o->ops.userdata, u[i].path, u[i].dev, u[i].ino, u[i].exec,
                                               "unmeasured: used before measured (too many waiting)");
                         free(u[i].path);
                 }
                 if (lost > 0)
-                        checker_unchecked_use(o->m, NULL, 0, 0, true, "unmeasured: uses allowed unchecked (too many waiting)");
+                        o->ops.unchecked_use(o->ops.userdata, NULL, 0, 0, true, "unmeasured: uses allowed unchecked (too many waiting)");
                 if (overflowed)
-                        checker_unchecked_use(o->m, NULL, 0, 0, true, "unmeasured: uses allowed by the kernel (on-access queue overflow)");
+                        o->ops.unchecked_use(o->ops.userdata, NULL, 0, 0, true, "unmeasured: uses allowed by the kernel (on-access queue overflow)");
         } while (n == ELEMENTSOF(u));
 }
 
@@ -170,10 +168,10 @@ int oa_on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                         w->state = W_BUSY;
                         pthread_mutex_unlock(&o->lock);
                         /* on record: answered with no name (no readlink) */
-                        int r = checker_use(o->m, efd, NULL, exec, pid, id, &u);
+                        int r = o->ops.use(o->ops.userdata, efd, NULL, exec, pid, id, &u);
                         if (r == -EAGAIN)
                                 r = oa_fd_path(efd, path, sizeof(path)) < 0 ? 0
-                                                                            : checker_use(o->m, efd, path, exec, pid, id, &u);
+                                                                            : o->ops.use(o->ops.userdata, efd, path, exec, pid, id, &u);
                         char *p = r == 1 ? strdup(path) : NULL;
                         pthread_mutex_lock(&o->lock);
                         ssize_t k = find(o, id);
@@ -204,7 +202,7 @@ int oa_on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                         snprintf(path, sizeof(path), "%s", w->path);
                         drop(o, i);
                         pthread_mutex_unlock(&o->lock);
-                        checker_violation(o->m, path, u.measure ? &u.d : NULL, u.algo,
+                        o->ops.violation(o->ops.userdata, path, u.measure ? &u.d : NULL, u.algo,
                                           exec ? "unmeasured: executed before measured (on-access timeout)"
                                                : "unmeasured: opened before measured (on-access timeout)");
                         pthread_mutex_lock(&o->lock);

@@ -9,7 +9,6 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
-#include "checker.h"
 #include "onaccess.h"
 
 #define MAX_FS 64
@@ -68,7 +67,8 @@ typedef struct FastEntry {
 } FastEntry;
 
 struct OnAccess {
-        Manager *m;
+        sd_event *event;
+        OnAccessOps ops;                /* to the checker */
         IverOnAccess mode;
         int fd;
         uint64_t mask, timeout_usec;

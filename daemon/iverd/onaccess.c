@@ -24,9 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checker.h"
 #include "log.h"
-#include "manager.h"
 #include "onaccess-internal.h"
 #include "thread.h"
 
@@ -74,9 +72,9 @@ static void use_inline(OnAccess *o, int fd, bool exec, int pid) {
         char path[PATH_MAX + 1];
         CheckerUse u;
         uint64_t id = __atomic_add_fetch(&o->next_id, 1, __ATOMIC_RELAXED);
-        int r = checker_use(o->m, fd, NULL, exec, pid, id, &u);
+        int r = o->ops.use(o->ops.userdata, fd, NULL, exec, pid, id, &u);
         if (r == -EAGAIN)
-                r = oa_fd_path(fd, path, sizeof(path)) < 0 ? 0 : checker_use(o->m, fd, path, exec, pid, id, &u);
+                r = oa_fd_path(fd, path, sizeof(path)) < 0 ? 0 : o->ops.use(o->ops.userdata, fd, path, exec, pid, id, &u);
         if (r != 1) {
                 oa_respond(o, fd);
                 close(fd);
@@ -195,11 +193,13 @@ OnAccess *onaccess_free(OnAccess *o) {
         return NULL;
 }
 
-int onaccess_new(Manager *m, IverOnAccess mode, uint64_t timeout_usec, OnAccess **ret) {
+int onaccess_new(sd_event *event, const OnAccessOps *ops, IverOnAccess mode, bool rule_opens, uint64_t timeout_usec,
+                 OnAccess **ret) {
         OnAccess *o = calloc(1, sizeof(*o));
         if (!o)
                 return -ENOMEM;
-        o->m = m;
+        o->event = event;
+        o->ops = *ops;
         o->mode = mode;
         o->self = getpid();
         o->timeout_usec = timeout_usec ?: IVER_CONF_DEFAULT_ON_ACCESS_TIMEOUT_USEC;
@@ -207,7 +207,7 @@ int onaccess_new(Manager *m, IverOnAccess mode, uint64_t timeout_usec, OnAccess 
          * storm never queues ahead of, or takes the waiter slots of, a use */
         /* opens too in open mode, or where a rule asks for them (func=open;
          * the policy at start: a reload that adds one takes a restart) */
-        bool opens = mode == IVER_ON_ACCESS_OPEN || iver_policy_wants_opens(m->gen->policy);
+        bool opens = mode == IVER_ON_ACCESS_OPEN || rule_opens;
         o->mask = FAN_OPEN_EXEC_PERM | (opens ? FAN_OPEN_PERM : 0);
         o->loop_efd = o->thread_efd = o->track_fd = -1;
         o->epoch = 1; /* awake */
@@ -238,9 +238,9 @@ int onaccess_new(Manager *m, IverOnAccess mode, uint64_t timeout_usec, OnAccess 
                 r = o->loop_efd;
         if (r == 0 && (o->thread_efd = notify_new()) < 0)
                 r = o->thread_efd;
-        if (r == 0 && (r = sd_event_add_io(m->event, &o->source, o->fd, EPOLLIN, on_event, o)) >= 0 &&
-            (r = sd_event_add_io(m->event, &o->wake_source, o->loop_efd, EPOLLIN, oa_on_wake, o)) >= 0)
-                r = sd_event_add_exit(m->event, &o->exit_source, on_exit_event, o);
+        if (r == 0 && (r = sd_event_add_io(event, &o->source, o->fd, EPOLLIN, on_event, o)) >= 0 &&
+            (r = sd_event_add_io(event, &o->wake_source, o->loop_efd, EPOLLIN, oa_on_wake, o)) >= 0)
+                r = sd_event_add_exit(event, &o->exit_source, on_exit_event, o);
         /* uses before anything else the loop has to do (change events of a
          * write storm, scan work): a held use waits for the loop */
         if (r >= 0 && (r = sd_event_source_set_priority(o->source, SD_EVENT_PRIORITY_IMPORTANT)) >= 0)
@@ -288,7 +288,7 @@ void onaccess_add(OnAccess *o, const char *dir) {
         uint32_t dev = (major(st.st_dev) << 20) | (minor(st.st_dev) & 0xfffffU);
         /* only filesystems that hold measured files: never "/" for a tree
          * below it on another filesystem (every exec there would wait on us) */
-        if (!marked(o, dev) && checker_dir_measured(o->m, dir))
+        if (!marked(o, dev) && o->ops.dir_measured(o->ops.userdata, dir))
                 mark(o, dev, dir);
 }
 

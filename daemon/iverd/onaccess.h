@@ -1,13 +1,36 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <systemd/sd-event.h>
 
 #include "iver/conf.h"
+#include "iver/policy.h"
 #include "iver/stat.h"
 
-typedef struct Manager Manager;
 typedef struct OnAccess OnAccess;
+
+/* What the policy says about a used file (for a later violation entry). */
+typedef struct CheckerUse {
+        IverPolicyDecision d;      /* the measure rule, when measure */
+        bool measure;
+        IverHashAlgo algo;
+} CheckerUse;
+
+/* What on-access asks of its owner, the checker (checker.h says what each
+ * does): it reports uses up and is told what to answer. */
+typedef struct OnAccessOps {
+        void *userdata;
+        int (*use)(void *userdata, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *ret);
+        bool (*use_cached)(void *userdata, const IverStat *st, bool exec);
+        void (*uses_commit)(void *userdata);
+        int (*track_fd)(void *userdata);
+        void (*violation)(void *userdata, const char *path, const IverPolicyDecision *d, IverHashAlgo algo,
+                          const char *what);
+        void (*unchecked_use)(void *userdata, const char *path, uint32_t dev, uint64_t ino, bool exec, const char *what);
+        bool (*dir_measured)(void *userdata, const char *dir);
+} OnAccessOps;
 
 /* Measured before use (OnAccess=exec|open), kernel IMA's BPRM_CHECK /
  * FILE_CHECK in user space: a fanotify permission group (FAN_CLASS_CONTENT)
@@ -32,7 +55,9 @@ typedef struct OnAccess OnAccess;
  * In open mode the reading thread answers a cached use itself, from the
  * event's fd and a table the loop publishes after each callback
  * (onaccess-fast.c): no hand-off, no path, no /proc read. */
-int onaccess_new(Manager *m, IverOnAccess mode, uint64_t timeout_usec, OnAccess **ret);
+/* rule_opens: a rule asks for open-time checks (func=open) whatever the mode. */
+int onaccess_new(sd_event *event, const OnAccessOps *ops, IverOnAccess mode, bool rule_opens, uint64_t timeout_usec,
+                 OnAccess **ret);
 OnAccess *onaccess_free(OnAccess *o);
 /* Mark the filesystem holding dir (once per filesystem) if files directly
  * in dir may be measured (the walker calls it for every directory, ancestors
