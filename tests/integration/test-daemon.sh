@@ -21,6 +21,9 @@ set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-mounts.sh
 source "$here/lib-mounts.sh"
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 
 BUILD=${IVER_BUILD_DIR:-/work/main/build-itest}
 IVERD=$BUILD/iverd

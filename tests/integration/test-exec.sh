@@ -33,6 +33,9 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-mounts.sh
 source "$here/lib-mounts.sh"
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 BUILD=${IVER_BUILD_DIR:-/work/main/build}
 for b in "$BUILD/iverd" "$BUILD/iverctl"; do [[ -x $b ]] || { echo "FAIL: $b not built"; exit 1; }; done
 command -v swtpm >/dev/null || iver_skip "swtpm not installed"

@@ -24,6 +24,9 @@
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-faults.sh
 source "$here/lib-faults.sh"
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 faults_init disk
 faults_seed
 command -v swtpm >/dev/null || { echo "SKIP: swtpm not installed"; exit 77; }

@@ -14,6 +14,9 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-daemon.sh
 source "$here/lib-daemon.sh"
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 daemon_test_init swtpm useradd userdel python3
 
 iver_mount tmpfs; T=$IVER_MNT/opened; E=$IVER_MNT/execed
