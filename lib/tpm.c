@@ -324,6 +324,22 @@ int iver_tpm_extend(IverTpm *t, unsigned pcr, const IverDigest *digests, size_t 
         return 0;
 }
 
+int iver_tpm_reset_count(IverTpm *t, uint64_t *ret) {
+        TPMS_TIME_INFO *ti = NULL;
+        if (!t)
+                return -EINVAL;
+        if (t->none)
+                return -ENOMEDIUM;
+        if (!t->esys)
+                return -ENOTCONN;
+        TSS2_RC rc = Esys_ReadClock(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &ti);
+        if (rc != TSS2_RC_SUCCESS)
+                return tss_error(t, rc, "ReadClock");
+        *ret = (uint64_t) ti->clockInfo.resetCount << 32 | ti->clockInfo.restartCount;
+        Esys_Free(ti);
+        return 0;
+}
+
 int iver_tpm_pcr_read(IverTpm *t, unsigned pcr, IverHashAlgo bank, IverDigest *ret) {
         TPML_PCR_SELECTION sel = { .count = 1 };
         TPML_PCR_SELECTION *out = NULL;

@@ -46,6 +46,8 @@ void tpm_set_busy(TpmThread *t, bool busy) {
         pthread_mutex_lock(&t->lock);
         t->st.busy = busy;
         t->st.busy_usec = busy ? now_usec() : 0;
+        if (!busy)
+                t->idle_since = now_usec();
         if (busy)
                 t->st.commands++;
         pthread_mutex_unlock(&t->lock);
@@ -240,6 +242,7 @@ void tpm_try_connect(TpmThread *t) {
                 /* a fresh connection: what was refused is tried again, once */
                 t->refused = 0;
                 t->resync_wanted = false;
+                t->reset_count_known = false; /* read at the first extend */
                 t->hold_until = 0;
                 r = tpm_resync(t);
         }
@@ -275,6 +278,34 @@ int tpm_extend_digests(TpmThread *t, unsigned pcr, const IverDigest *d, size_t n
                 if (t->expected_valid && d[i].algo == t->health_bank)
                         digest_extend(&t->expected[pcr], &d[i]);
         return 0;
+}
+
+/* A virtual TPM restarted (swtpm killed and started again) resets its PCRs,
+ * and a TCTI that connects per command shows no error for it: an extend on
+ * top of the reset would leave PCRs no prefix of the list replays to. So
+ * after any pause (a restart takes far longer than RESET_GAP_USEC) the reset
+ * count is read first; when it moved, where the PCRs stand is found again
+ * (after a reset: at the start of the list). 1 when that resync ran. */
+#define RESET_GAP_USEC (5ULL * 1000ULL)
+int tpm_check_reset(TpmThread *t) {
+        if (t->reset_count_known && now_usec() - t->idle_since < RESET_GAP_USEC)
+                return 0;
+        uint64_t c;
+        tpm_set_busy(t, true);
+        int r = iver_tpm_reset_count(t->tpm, &c);
+        tpm_set_busy(t, false);
+        if (r < 0)
+                return r;
+        bool moved = t->reset_count_known && c != t->reset_count;
+        t->reset_count = c;
+        t->reset_count_known = true;
+        if (!moved)
+                return 0;
+        r = tpm_resync(t); /* the loop logs the resync (status' resyncs) */
+        pthread_mutex_lock(&t->lock);
+        t->st.resyncs++;
+        pthread_mutex_unlock(&t->lock);
+        return r < 0 ? r : 1;
 }
 
 int tpm_extend_next(TpmThread *t, uint64_t end) {

@@ -88,6 +88,9 @@ struct TpmThread {
         IverDigest seen[IVER_IMA_PCR_MAX];      /* desynced: the health_bank values then */
         uint64_t next_health, next_connect;
         unsigned refused;               /* TPM_OP_* the TPM refused for good (until a connect) */
+        uint64_t idle_since;            /* when the last TPM command ended (now_usec) */
+        uint64_t reset_count;           /* iver_tpm_reset_count at the last look */
+        bool reset_count_known;
         bool resync_wanted;             /* a failure left the cursor unsure: resync on this connection */
         uint64_t hold_until;            /* transient errors outlasted the retries: no work before */
         TpmShare *share;                /* NULL: the PCR is iverd's alone */
@@ -100,6 +103,10 @@ void tpm_publish(TpmThread *t);                 /* under t->lock */
 void tpm_set_busy(TpmThread *t, bool busy);     /* takes t->lock */
 unsigned tpm_extend_banks(const TpmThread *t);
 int tpm_resync(TpmThread *t);
+/* Before an extend after a pause: the TPM's reset count read; when it moved
+ * (a virtual TPM restarted: its PCRs reset, with no error a per-command TCTI
+ * would show), resync. 0 nothing moved, 1 resynced, -errno. */
+int tpm_check_reset(TpmThread *t);
 void tpm_lost(TpmThread *t);
 /* Under lock: a TPM operation (TPM_OP_*) failed with r: act by its class
  * (lost: reconnect; transient past the retries: hold, then resync;

@@ -108,12 +108,14 @@ static void step_poison(TpmThread *t, uint32_t mask) {
 static void step_extend(TpmThread *t) {
         uint64_t end = t->durable_end;
         pthread_mutex_unlock(&t->lock);
-        int r = tpm_extend_next(t, end);
+        int r = tpm_check_reset(t); /* 1: the TPM was reset, the cursor found again */
+        if (r == 0)
+                r = tpm_extend_next(t, end);
         pthread_mutex_lock(&t->lock);
         if (r < 0) {
                 t->st.extend_failures++;
                 tpm_failed(t, r, TPM_OP_EXTEND);
-        } else
+        } else if (r == 0)
                 t->extended++;
         tpm_publish(t);
         if (r < 0 || t->extended == t->n_ents || t->extended % NOTIFY_EVERY == 0)

@@ -82,6 +82,10 @@ int iver_tpm_extend(IverTpm *t, unsigned pcr, const IverDigest *digests, size_t 
 
 /* TPM2_PCR_Read of one PCR in one bank. */
 int iver_tpm_pcr_read(IverTpm *t, unsigned pcr, IverHashAlgo bank, IverDigest *ret);
+/* The TPM's reset and restart counts (TPM2_ReadClock: clockInfo.resetCount
+ * << 32 | restartCount): they move when the TPM was reset or restarted, its
+ * PCRs with it (a virtual TPM restarted under a running host). */
+int iver_tpm_reset_count(IverTpm *t, uint64_t *ret);
 
 /* A quote as the files tpm2_checkquote reads. */
 typedef struct IverTpmQuote {
