@@ -142,6 +142,12 @@ static int tss_error(IverTpm *t, TSS2_RC rc, const char *what) {
         }
 }
 
+/* Whether t can take a command: -ENOMEDIUM for the "none" TPM, -ENOTCONN
+ * when not connected. */
+static int connected(const IverTpm *t) {
+        return t->none ? -ENOMEDIUM : !t->esys ? -ENOTCONN : 0;
+}
+
 int iver_tpm_new(const char *tcti, IverTpm **ret) {
         _cleanup_(iver_tpm_freep) IverTpm *t = NULL;
 
@@ -300,10 +306,9 @@ int iver_tpm_extend(IverTpm *t, unsigned pcr, const IverDigest *digests, size_t 
 
         if (!t || pcr >= PCR_MAX || (!digests && n_digests > 0))
                 return -EINVAL;
-        if (t->none)
-                return -ENOMEDIUM;
-        if (!t->esys)
-                return -ENOTCONN;
+        int ready = connected(t);
+        if (ready < 0)
+                return ready;
         if (n_digests > TPM2_NUM_PCR_BANKS)
                 return -EINVAL;
         for (size_t i = 0; i < n_digests; i++) {
@@ -328,10 +333,9 @@ int iver_tpm_reset_count(IverTpm *t, uint64_t *ret) {
         TPMS_TIME_INFO *ti = NULL;
         if (!t)
                 return -EINVAL;
-        if (t->none)
-                return -ENOMEDIUM;
-        if (!t->esys)
-                return -ENOTCONN;
+        int ready = connected(t);
+        if (ready < 0)
+                return ready;
         TSS2_RC rc = Esys_ReadClock(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &ti);
         if (rc != TSS2_RC_SUCCESS)
                 return tss_error(t, rc, "ReadClock");
@@ -350,10 +354,9 @@ int iver_tpm_pcr_read(IverTpm *t, unsigned pcr, IverHashAlgo bank, IverDigest *r
 
         if (!t || pcr >= PCR_MAX || bank < 0 || bank >= _IVER_HASH_MAX || bank_alg[bank] == 0)
                 return -EINVAL;
-        if (t->none)
-                return -ENOMEDIUM;
-        if (!t->esys)
-                return -ENOTCONN;
+        int ready = connected(t);
+        if (ready < 0)
+                return ready;
         sel.pcrSelections[0].hash = bank_alg[bank];
         sel.pcrSelections[0].sizeofSelect = 3;
         sel.pcrSelections[0].pcrSelect[pcr / 8] = 1u << (pcr % 8);
@@ -395,10 +398,9 @@ int iver_tpm_ak_load(IverTpm *t) {
 
         if (!t)
                 return -EINVAL;
-        if (t->none)
-                return -ENOMEDIUM;
-        if (!t->esys)
-                return -ENOTCONN;
+        int ready = connected(t);
+        if (ready < 0)
+                return ready;
         if (t->ak != ESYS_TR_NONE)
                 return 0;
         rc = Esys_CreatePrimary(t->esys, ESYS_TR_RH_ENDORSEMENT, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
