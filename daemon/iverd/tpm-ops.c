@@ -83,6 +83,18 @@ int tpm_pcr_read(TpmThread *t, unsigned pcr, IverHashAlgo bank, IverDigest *ret)
         }
 }
 
+/* iver_tpm_reset_count with busy marked and transient errors retried in place. */
+static int tpm_reset_count(TpmThread *t, uint64_t *ret) {
+        int r;
+        for (unsigned i = 0;; i++) {
+                tpm_set_busy(t, true);
+                r = iver_tpm_reset_count(t->tpm, ret);
+                tpm_set_busy(t, false);
+                if (!retry_wait(t, r, i))
+                        return r;
+        }
+}
+
 unsigned tpm_extend_banks(const TpmThread *t) {
         return iver_tpm_banks(t->tpm) & t->want_banks;
 }
@@ -159,6 +171,12 @@ int tpm_resync(TpmThread *t) {
         unsigned banks = tpm_extend_banks(t);
         int r;
 
+        /* the reset count these PCR values go with (check_reset compares
+         * the next one with it, whoever made this resync) */
+        uint64_t c = 0;
+        r = tpm_reset_count(t, &c);
+        t->reset_count_known = r >= 0;
+        t->reset_count = c;
         if (t->share)
                 return tpm_share_resync(t);
         pthread_mutex_lock(&t->lock);
@@ -291,16 +309,14 @@ int tpm_check_reset(TpmThread *t) {
         if (t->reset_count_known && now_usec() - t->idle_since < RESET_GAP_USEC)
                 return 0;
         uint64_t c;
-        tpm_set_busy(t, true);
-        int r = iver_tpm_reset_count(t->tpm, &c);
-        tpm_set_busy(t, false);
+        int r = tpm_reset_count(t, &c);
         if (r < 0)
                 return r;
         bool moved = t->reset_count_known && c != t->reset_count;
         t->reset_count = c;
         t->reset_count_known = true;
         if (!moved)
-                return 0;
+                return 0; /* (a first look: the connect's resync could not read it) */
         r = tpm_resync(t); /* the loop logs the resync (status' resyncs) */
         pthread_mutex_lock(&t->lock);
         t->st.resyncs++;
