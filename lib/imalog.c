@@ -286,6 +286,28 @@ int iver_imalog_entry_bank_digest(const IverImaEntry *e, IverHashAlgo bank, Iver
         return 0;
 }
 
+int iver_imalog_entry_padded_digest(const IverImaEntry *e, IverHashAlgo bank, IverDigest *ret) {
+        IverDigest d = { .algo = bank };
+        size_t n = iver_hash_algo_size(bank);
+
+        if (!e || n < IMA_DIGEST_SIZE)
+                return -EINVAL;
+        d.len = n;
+        if (e->violation)
+                memset(d.bytes, 0xff, n);
+        else {
+                int r = template_hash(e, IVER_HASH_SHA1, d.bytes);
+                if (r < 0)
+                        return r;
+        }
+        *ret = d;
+        return 0;
+}
+
+int iver_imalog_entry_form_digest(const IverImaEntry *e, IverHashAlgo bank, bool padded, IverDigest *ret) {
+        return padded ? iver_imalog_entry_padded_digest(e, bank, ret) : iver_imalog_entry_bank_digest(e, bank, ret);
+}
+
 /* ---- binary ---- */
 
 /* The "ima" template's binary record after its name: digest, u32 strlen,

@@ -304,10 +304,16 @@ static int check_replay(const Attest *a, const uint8_t *pcrs, const IverImaLog *
                 /* One point of the list that every quoted PCR holds at once. */
                 IverPcrValue values[QUOTE_MAX_BANKS * IVER_IMA_PCR_MAX];
                 size_t nv = quoted_ima_values(a, pcrs, values, ELEMENTSOF(values)), prefix;
+                uint64_t padded = 0;
 
+                /* a bank the kernel had no hash for holds its padded SHA-1
+                 * form (Debian's 6.1 kernel: sha384, sha512): accepted, said */
                 r = nv == 0 ? -ENOENT
-                            : iver_imalog_match_prefix_entries(iver_imalog_entries(l), rep->list_entries,
-                                                               values, nv, &prefix);
+                            : iver_imalog_match_prefix_any_form(iver_imalog_entries(l), rep->list_entries,
+                                                                values, nv, &prefix, &padded);
+                for (size_t i = 0; r >= 0 && i < nv && i < 64; i++)
+                        if (padded & (UINT64_C(1) << i))
+                                rep->padded_banks |= IVER_TPM_BANK(values[i].value.algo);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)

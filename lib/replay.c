@@ -68,12 +68,23 @@ struct IverImaPrefixMatch {
         uint32_t quoted;        /* the PCRs among values */
         IverPcrValue *values;
         IverDigest *cur;        /* the replay so far, one a value */
+        IverDigest *pad;        /* the same in the kernel's padded form (not for sha1: the same) */
+        bool forms;             /* the padded form is tried too */
 };
+
+static bool padded_form(const IverImaPrefixMatch *m, size_t b) {
+        return m->forms && m->values[b].value.algo != IVER_HASH_SHA1;
+}
+
+void iver_imalog_prefix_match_allow_padded(IverImaPrefixMatch *m) {
+        m->forms = true;
+}
 
 IverImaPrefixMatch *iver_imalog_prefix_match_free(IverImaPrefixMatch *m) {
         if (m) {
                 free(m->values);
                 free(m->cur);
+                free(m->pad);
                 free(m);
         }
         return NULL;
@@ -90,7 +101,8 @@ int iver_imalog_prefix_match_new(const IverPcrValue *values, size_t n_values, Iv
                 return -ENOMEM;
         m->values = calloc(n_values, sizeof(IverPcrValue));
         m->cur = calloc(n_values, sizeof(IverDigest));
-        if (!m->values || !m->cur)
+        m->pad = calloc(n_values, sizeof(IverDigest));
+        if (!m->values || !m->cur || !m->pad)
                 return -ENOMEM;
         memcpy(m->values, values, n_values * sizeof(IverPcrValue));
         m->n_values = n_values;
@@ -100,18 +112,32 @@ int iver_imalog_prefix_match_new(const IverPcrValue *values, size_t n_values, Iv
                 r = zero_value(values[b].value.algo, &m->cur[b]);
                 if (r < 0)
                         return r;
+                m->pad[b] = m->cur[b];
                 m->quoted |= 1u << values[b].pcr;
         }
         *ret = TAKE_PTR(m);
         return 0;
 }
 
+static bool same_value(const IverDigest *a, const IverDigest *b) {
+        return a->len == b->len && memcmp(a->bytes, b->bytes, a->len) == 0;
+}
+
 bool iver_imalog_prefix_match_now(const IverImaPrefixMatch *m) {
         for (size_t b = 0; b < m->n_values; b++)
-                if (m->cur[b].len != m->values[b].value.len ||
-                    memcmp(m->cur[b].bytes, m->values[b].value.bytes, m->cur[b].len) != 0)
+                if (!same_value(&m->cur[b], &m->values[b].value) &&
+                    !(padded_form(m, b) && same_value(&m->pad[b], &m->values[b].value)))
                         return false;
         return true;
+}
+
+uint64_t iver_imalog_prefix_match_padded(const IverImaPrefixMatch *m) {
+        uint64_t mask = 0;
+        for (size_t b = 0; b < m->n_values && b < 64; b++)
+                if (!same_value(&m->cur[b], &m->values[b].value) && padded_form(m, b) &&
+                    same_value(&m->pad[b], &m->values[b].value))
+                        mask |= UINT64_C(1) << b;
+        return mask;
 }
 
 int iver_imalog_prefix_match_feed(IverImaPrefixMatch *m, const IverImaEntry *e) {
@@ -132,14 +158,28 @@ int iver_imalog_prefix_match_feed(IverImaPrefixMatch *m, const IverImaEntry *e) 
                 r = extend(&m->cur[b], &d);
                 if (r < 0)
                         return r;
+                if (!padded_form(m, b))
+                        continue;
+                r = iver_imalog_entry_padded_digest(e, m->values[b].value.algo, &d);
+                if (r < 0)
+                        return r;
+                r = extend(&m->pad[b], &d);
+                if (r < 0)
+                        return r;
         }
         return iver_imalog_prefix_match_now(m);
 }
 
 int iver_imalog_match_prefix_entries(const IverImaEntry *const *ents, size_t n, const IverPcrValue *values,
                                      size_t n_values, size_t *ret_prefix) {
+        return iver_imalog_match_prefix_any_form(ents, n, values, n_values, ret_prefix, NULL);
+}
+
+int iver_imalog_match_prefix_any_form(const IverImaEntry *const *ents, size_t n, const IverPcrValue *values,
+                                      size_t n_values, size_t *ret_prefix, uint64_t *ret_padded) {
         _cleanup_(iver_imalog_prefix_match_freep) IverImaPrefixMatch *m = NULL;
         size_t best = SIZE_MAX;
+        uint64_t padded = 0;
         int r;
 
         if (!ents && n > 0)
@@ -147,18 +187,26 @@ int iver_imalog_match_prefix_entries(const IverImaEntry *const *ents, size_t n, 
         r = iver_imalog_prefix_match_new(values, n_values, &m);
         if (r < 0)
                 return r;
-        if (iver_imalog_prefix_match_now(m))
+        if (ret_padded)
+                iver_imalog_prefix_match_allow_padded(m);
+        if (iver_imalog_prefix_match_now(m)) {
                 best = 0;
+                padded = iver_imalog_prefix_match_padded(m);
+        }
         for (size_t i = 0; i < n; i++) {
                 r = iver_imalog_prefix_match_feed(m, ents[i]);
                 if (r < 0)
                         return r;
-                if (r > 0)
+                if (r > 0) {
                         best = i + 1;
+                        padded = iver_imalog_prefix_match_padded(m);
+                }
         }
         if (best == SIZE_MAX)
                 return -ENOENT;
         *ret_prefix = best;
+        if (ret_padded)
+                *ret_padded = padded;
         return 0;
 }
 

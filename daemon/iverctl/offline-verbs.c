@@ -211,6 +211,19 @@ static long check_runtime_policy(const char *dir, const char *policy_path) {
 /* What the replay accepts but a reader must see: the restart gaps (one line
  * each, with their span) and how many other entries are violations (each
  * all-0xFF in the PCR: the list says something there was not measured). */
+/* Banks that replayed in the kernel's padded SHA-1 form: said, with what
+ * that means for a verifier (SHA-1's strength only in those banks). */
+static void print_padded(unsigned banks) {
+        if (!banks)
+                return;
+        printf("PADDED bank%s", (banks & (banks - 1)) ? "s" : "");
+        for (int b = 0; b < _IVER_HASH_MAX; b++)
+                if (banks & IVER_TPM_BANK(b))
+                        printf(" %s", iver_hash_algo_to_string((IverHashAlgo) b));
+        printf(": the kernel's padded SHA-1 form (it had no such hash when its IMA started); "
+               "SHA-1's strength only, verify another bank\n");
+}
+
 static void print_violations(const char *dir) {
         char path[4096];
         snprintf(path, sizeof(path), "%s/measurements.bin", dir);
@@ -284,6 +297,7 @@ int verb_verify(int argc, char *argv[]) {
                                 first = 0;
                         }
                 printf(".\n");
+                print_padded(rep.padded_banks);
         }
         print_violations(dir);
         if (policy) {

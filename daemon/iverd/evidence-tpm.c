@@ -63,6 +63,17 @@ int evidence_on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata
                           st.extends_refused ? "not extending until it reconnects, entries stay pending"
                           : st.reads_refused ? "not reading the PCRs until it reconnects"
                           : "not retried");
+        if (st.padded_banks != e->last.padded_banks && st.padded_banks) {
+                char names[64] = "";
+                size_t n = 0;
+                for (int b = 0; b < _IVER_HASH_MAX; b++)
+                        if ((st.padded_banks & IVER_TPM_BANK(b)) && n < sizeof(names))
+                                n += (size_t) snprintf(names + n, sizeof(names) - n, " %s",
+                                                       iver_hash_algo_to_string((IverHashAlgo) b));
+                log_notice("PCR %u:%s hold the kernel's padded SHA-1 form (its IMA had no such hash when it started): "
+                           "iverd extends its entries there alike, so every bank replays (SHA-1's strength only)",
+                           e->pcr, names);
+        }
         if (st.poisoned && !e->last.poisoned)
                 log_error("Broken-evidence value extended into the PCRs: no quote verifies until iverd restarts with a fresh list");
         e->last = st;
@@ -81,6 +92,14 @@ int evidence_on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata
         }
         report_settled(e->reports);
         return 0;
+}
+
+static json_object *bank_names(unsigned banks) {
+        json_object *a = json_object_new_array();
+        for (int b = 0; b < _IVER_HASH_MAX; b++)
+                if (banks & IVER_TPM_BANK(b))
+                        json_object_array_add(a, json_object_new_string(iver_hash_algo_to_string((IverHashAlgo) b)));
+        return a;
 }
 
 void evidence_status(const Evidence *e, json_object *o) {
@@ -102,11 +121,9 @@ void evidence_status(const Evidence *e, json_object *o) {
                 if (st.permanent[0])
                         json_object_object_add(o, "tpm_error_permanent", json_object_new_string(st.permanent));
                 json_object_object_add(o, "tpm_extends_refused", json_object_new_boolean(st.extends_refused));
-                json_object *banks = json_object_new_array();
-                for (int b = 0; b < _IVER_HASH_MAX; b++)
-                        if (st.banks & IVER_TPM_BANK(b))
-                                json_object_array_add(banks, json_object_new_string(iver_hash_algo_to_string((IverHashAlgo) b)));
-                json_object_object_add(o, "banks", banks);
+                json_object_object_add(o, "banks", bank_names(st.banks));
+                if (e->shared)
+                        json_object_object_add(o, "banks_padded", bank_names(st.padded_banks));
         }
         json_object_object_add(o, "pcr", json_object_new_int((int) e->pcr));
         json_object_object_add(o, "pcr_shared_with_kernel", json_object_new_boolean(e->shared || e->kernel_entries > 0));

@@ -34,6 +34,7 @@ void tpm_publish(TpmThread *t) {
                 t->st.served_bytes = iver_imalog_file_size(t->share->served);
                 t->st.kernel_served = t->share->k_served;
                 t->st.unplaced = t->share->unplaced;
+                t->st.padded_banks = t->share->padded_banks;
         }
         t->st.extends_refused = t->refused & TPM_OP_EXTEND;
         t->st.reads_refused = t->refused & TPM_OP_READ;
@@ -332,9 +333,12 @@ int tpm_extend_next(TpmThread *t, uint64_t end) {
         int r = iver_imalog_reader_next(t->reader, end, &ent);
         if (r <= 0)
                 return r < 0 ? r : -EIO;        /* shorter than the sync thread said */
+        /* in a PCR shared with the kernel, a bank it pads gets iverd's
+         * entries padded alike: one form a bank, every bank replays */
+        unsigned padded = t->share && ent->pcr == t->share->pcr ? t->share->padded_banks : 0;
         for (int b = 0; b < _IVER_HASH_MAX; b++)
                 if (banks & IVER_TPM_BANK(b)) {
-                        r = iver_imalog_entry_bank_digest(ent, (IverHashAlgo) b, &d[n]);
+                        r = iver_imalog_entry_form_digest(ent, (IverHashAlgo) b, padded & IVER_TPM_BANK(b), &d[n]);
                         if (r < 0)
                                 return r;
                         n++;

@@ -232,6 +232,79 @@ static int walk_served(TpmThread *t, const IverImaLog *kall, size_t *ret_j, Iver
         return 0;
 }
 
+/* The shared PCR in the banks whose form is in question: every extended
+ * bank but sha1 (both forms are one) and the health bank (the kernel always
+ * has sha256: the real form, which the placement of entries relies on). */
+static int read_form_values(TpmThread *t, IverPcrValue *values, size_t *ret_n) {
+        unsigned banks = tpm_extend_banks(t);
+        size_t n = 0;
+        for (int b = 0; b < _IVER_HASH_MAX; b++) {
+                if (!(banks & IVER_TPM_BANK(b)) || b == IVER_HASH_SHA1 || b == (int) t->health_bank)
+                        continue;
+                int r = tpm_pcr_read(t, t->share->pcr, (IverHashAlgo) b, &values[n].value);
+                if (r < 0)
+                        return r;
+                values[n++].pcr = t->share->pcr;
+        }
+        *ret_n = n;
+        return 0;
+}
+
+typedef struct Forms {
+        IverImaPrefixMatch *m;
+        bool matched;
+        uint64_t padded;        /* values (bit i: values[i]) in the padded form */
+} Forms;
+
+static int forms_feed(Forms *f, const IverImaEntry *e) {
+        int r = e ? iver_imalog_prefix_match_feed(f->m, e) : iver_imalog_prefix_match_now(f->m);
+        if (r > 0) {
+                f->matched = true;
+                f->padded = iver_imalog_prefix_match_padded(f->m);
+        }
+        return r < 0 ? r : 0;
+}
+
+/* Which of those banks hold the kernel's padded SHA-1 form (a bank it had
+ * no hash for when its IMA started): the form each value replays in over
+ * the served list and then the kernel's entries not served yet (read after
+ * the values). Where no prefix replays (an extend not yet served after a
+ * crash) the forms are kept as they were. */
+static int find_forms(TpmThread *t, const IverPcrValue *values, size_t nv, const IverImaLog *k) {
+        TpmShare *s = t->share;
+        _cleanup_(iver_imalog_prefix_match_freep) IverImaPrefixMatch *m = NULL;
+        _cleanup_(iver_imalog_reader_freep) IverImaReader *rd = NULL;
+        int r;
+
+        if (nv == 0)
+                return 0;
+        r = iver_imalog_prefix_match_new(values, nv, &m);
+        if (r >= 0)
+                r = iver_imalog_reader_new(iver_imalog_file_fd(s->served), 0, &rd);
+        if (r < 0)
+                return r;
+        iver_imalog_prefix_match_allow_padded(m);
+        Forms f = { .m = m };
+        r = forms_feed(&f, NULL);
+        for (;;) {
+                _cleanup_(iver_imalog_entry_freep) IverImaEntry *e = NULL;
+                if (r >= 0)
+                        r = iver_imalog_reader_next(rd, iver_imalog_file_size(s->served), &e);
+                if (r <= 0)
+                        break;
+                r = forms_feed(&f, e);
+        }
+        for (size_t i = 0; r >= 0 && i < iver_imalog_size(k); i++)
+                r = forms_feed(&f, iver_imalog_get(k, i));
+        if (r < 0 || !f.matched)
+                return r;
+        s->padded_banks = 0;
+        for (size_t i = 0; i < nv && i < 64; i++)
+                if (f.padded & (UINT64_C(1) << i))
+                        s->padded_banks |= IVER_TPM_BANK(values[i].value.algo);
+        return 0;
+}
+
 int tpm_share_resync(TpmThread *t) {
         TpmShare *s = t->share;
         _cleanup_(iver_imalog_freep) IverImaLog *kall = NULL, *k = NULL;
@@ -269,10 +342,18 @@ int tpm_share_resync(TpmThread *t) {
         }
         v = t->seen[s->pcr];
         t->desynced = true;
+        IverPcrValue fv[_IVER_HASH_MAX];
+        size_t nfv = 0;
+        int q = read_form_values(t, fv, &nfv);
+        if (q < 0)
+                return q;
         if (r >= 0 && !s->unplaced)
                 r = pending(s, &k);
         if (r < 0 || s->unplaced)
                 return 0;
+        r = find_forms(t, fv, nfv, k);
+        if (r == -ENOMEM)
+                return r;
         const IverImaEntry *const *ke = iver_imalog_entries(k);
         size_t nk = iver_imalog_size(k);
         if (iver_imalog_place_prefix(&t->expected[s->pcr], ke, nk, s->pcr, &v, &n) >= 0) {

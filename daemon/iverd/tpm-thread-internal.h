@@ -42,6 +42,8 @@ typedef struct TpmShare {
         uint64_t k_off;                 /* where the next one starts in kfd */
         uint64_t next_poll;
         bool unplaced;                  /* an extend could not be placed: evidence broken */
+        unsigned padded_banks;          /* banks of pcr holding the kernel's padded SHA-1 form
+                                         * (iverd's entries go there alike; tpm_share_forms) */
 } TpmShare;
 
 #define SHARE_POLL_USEC (100000ULL)

@@ -33,6 +33,7 @@ typedef struct TpmThreadState {
         uint64_t served_bytes;
         size_t kernel_served;   /* the kernel's entries among them */
         bool unplaced;          /* an extend could not be placed: evidence broken */
+        unsigned padded_banks;  /* banks of the shared PCR in the kernel's padded SHA-1 form */
         char error[256];        /* the last TPM error, "" if none */
         uint64_t connects;      /* connect attempts (the first, and every reconnect) */
         uint64_t retries;       /* transient errors retried in place */

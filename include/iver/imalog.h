@@ -157,6 +157,14 @@ static inline void iver_imalog_entry_freep(IverImaEntry **e) {
 /* The digest bank `bank` is extended with for this entry: H_bank(template_data),
  * or all-0xFF for a violation. ret->len = iver_hash_algo_size(bank). */
 int iver_imalog_entry_bank_digest(const IverImaEntry *e, IverHashAlgo bank, IverDigest *ret);
+/* The kernel's form for a bank it has no hash for (no crypto driver for it
+ * when IMA initialised: Debian's 6.1 kernel for sha384 and sha512): the
+ * entry's SHA-1 template digest zero-padded to the bank's size
+ * (ima_calc_field_array_hash), all-0xFF for a violation. Such a bank has
+ * SHA-1's strength only. Equal to the bank digest for sha1. */
+int iver_imalog_entry_padded_digest(const IverImaEntry *e, IverHashAlgo bank, IverDigest *ret);
+/* One of the two, as `padded` says. */
+int iver_imalog_entry_form_digest(const IverImaEntry *e, IverHashAlgo bank, bool padded, IverDigest *ret);
 
 /* Binary record. size = exact encoded length. */
 size_t iver_imalog_entry_binary_size(const IverImaEntry *e);
@@ -359,6 +367,14 @@ bool iver_imalog_prefix_match_now(const IverImaPrefixMatch *m);
  * (an entry of a PCR not among the values never ends a match), 0 if not,
  * -errno. */
 int iver_imalog_prefix_match_feed(IverImaPrefixMatch *m, const IverImaEntry *e);
+/* From now on (before the first feed) every value may also hold the
+ * kernel's padded SHA-1 form of its bank (iver_imalog_entry_padded_digest):
+ * each value matches in either, the form fixed per value over the whole
+ * prefix, never mixed. */
+void iver_imalog_prefix_match_allow_padded(IverImaPrefixMatch *m);
+/* The values (bit i: values[i]) the entries fed so far match in the padded
+ * form only. */
+uint64_t iver_imalog_prefix_match_padded(const IverImaPrefixMatch *m);
 
 /* The prefix of ents (a count of entries, 0..n) whose replay gives every one
  * of values[] (any PCRs, any banks; each (PCR, bank) at most once): the one
@@ -368,6 +384,11 @@ int iver_imalog_prefix_match_feed(IverImaPrefixMatch *m, const IverImaEntry *e);
  * wins. -ENOENT if no prefix matches: the PCRs and the list are out of sync. */
 int iver_imalog_match_prefix_entries(const IverImaEntry *const *ents, size_t n, const IverPcrValue *values,
                                      size_t n_values, size_t *ret_prefix);
+/* The same; with ret_padded, each value matching in its real or the
+ * kernel's padded form (above): *ret_padded the values matched in the
+ * padded form. */
+int iver_imalog_match_prefix_any_form(const IverImaEntry *const *ents, size_t n, const IverPcrValue *values,
+                                      size_t n_values, size_t *ret_prefix, uint64_t *ret_padded);
 /* The same over l for one PCR (one IverDigest a bank): entries of other
  * PCRs after the last entry of pcr in the prefix are not counted. */
 int iver_imalog_match_prefix(const IverImaLog *l, uint32_t pcr, const IverDigest *values, size_t n_values,

@@ -151,6 +151,8 @@ typedef struct IverQuoteReport {
         unsigned bank_mask;
         size_t list_entries;            /* entries in the list */
         size_t matched_prefix;          /* entries the quoted PCRs hold (if replay passed) */
+        unsigned padded_banks;          /* banks (IVER_TPM_BANK bits) whose PCRs hold the kernel's
+                                         * padded SHA-1 form (iver_imalog_entry_padded_digest) */
         char message[256];              /* the first failure, human readable */
 } IverQuoteReport;
 

@@ -17,7 +17,10 @@ For every line  `PCR template-hash template-name algo:filehash path [sig]`:
   * recompute the template hash, SHA-1(template_data), and require it to be
     the line's (an all-zero template hash is a violation: kept as is);
   * replay into one running value per PCR bank: v = H_bank(v | H_bank(template_data)),
-    or all-0xFF of the bank size for a violation.
+    or all-0xFF of the bank size for a violation; a bank the kernel had no
+    hash for when its IMA started holds SHA-1(template_data) zero-padded to
+    the bank's size instead (the kernel's form, every entry alike), printed
+    as "PADDED bank B".
 The quote's PCR values must equal the replay of SOME prefix of the list
 (0..n entries) in every bank at once: the TPM may lag the list, never lead it.
 
@@ -176,24 +179,36 @@ def read_values(path: str, banks):
 
 
 def match_prefix(entries, pcr, quoted):
-    """The lengths of every prefix whose replay gives the quoted values."""
+    """The lengths of every prefix whose replay gives the quoted values, each
+    with the banks that matched in the kernel's padded form: a bank the
+    kernel had no hash for when its IMA started (Debian's 6.1 kernel: sha384,
+    sha512) holds SHA-1(template_data) zero-padded to the bank's size for
+    every entry (0xFF in full for a violation); one form a bank, never mixed."""
     run = {b: bytes(BANK_SIZES[b]) for b in quoted}
+    pad = dict(run)
     matches = []
     n = 0
 
     def check(k):
-        if all(run[b] == quoted[b] for b in quoted):
-            matches.append(k)
+        if all(run[b] == quoted[b] or (b != "sha1" and pad[b] == quoted[b]) for b in quoted):
+            matches.append((k, [b for b in quoted if run[b] != quoted[b]]))
+
+    def extend(v, b, d):
+        return hashlib.new(b, v + d).digest()
 
     check(0)
     for e in entries:
         n += 1
         if e["pcr"] == pcr:
             for b in quoted:
-                h = hashlib.new(b)
-                ext = b"\xff" * BANK_SIZES[b] if e["violation"] else hashlib.new(b, e["template_data"]).digest()
-                h.update(run[b] + ext)
-                run[b] = h.digest()
+                size = BANK_SIZES[b]
+                if e["violation"]:
+                    real = padded = b"\xff" * size
+                else:
+                    real = hashlib.new(b, e["template_data"]).digest()
+                    padded = hashlib.sha1(e["template_data"]).digest().ljust(size, b"\0")
+                run[b] = extend(run[b], b, real)
+                pad[b] = extend(pad[b], b, padded)
         check(n)
     return matches, run
 
@@ -263,8 +278,10 @@ def main():
         for b in banks:
             print(f"  {b}: quoted {quoted[b].hex()}  replay of all {len(entries)}: {final[b].hex()}")
         return 1
-    k = matches[-1]
+    k, padded = matches[-1]
     print(f"PCR {a.pcr} " + " ".join(f"{b}:{quoted[b].hex()}" for b in banks))
+    for b in padded:
+        print(f"PADDED bank {b}: every entry in the kernel's padded SHA-1 form (SHA-1's strength only)")
     print(f"quoted PCR values = replay of the first {k} of {len(entries)} entries"
           + (" (the list runs ahead of the quote)" if k < len(entries) else ""))
     if a.policy:

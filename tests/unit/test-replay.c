@@ -168,6 +168,56 @@ START_TEST(test_prefix_sha384_sha512) {
 }
 END_TEST
 
+/* v = H(v || SHA-1(template_data) zero-padded to v's size) (0xFF… for a
+ * violation), by hand: the kernel's form for a bank it has no hash for. */
+static void step_padded(const EVP_MD *md, const IverImaEntry *e, IverDigest *v) {
+        uint8_t buf[128] = {}, d[64] = {};
+        unsigned n = (unsigned) EVP_MD_get_size(md), len;
+        if (e->violation)
+                memset(d, 0xff, n);
+        else
+                ck_assert_int_eq(EVP_Digest(e->template_data, e->template_data_len, d, &len, EVP_sha1(), NULL), 1);
+        memcpy(buf, v->bytes, n);
+        memcpy(buf + n, d, n);
+        ck_assert_int_eq(EVP_Digest(buf, 2 * n, v->bytes, &len, md, NULL), 1);
+}
+
+/* A sha384 bank in the kernel's padded form and a sha256 bank in the real
+ * one: matched (said, for the sha384 value only) when the forms are allowed,
+ * not otherwise; a bank mixing the two forms never matches. */
+START_TEST(test_prefix_padded_form) {
+        IverImaEntry *e[3] = { mk(10, 1, false), mk(10, 2, true), mk(10, 3, false) };
+        IverDigest p384 = { .algo = IVER_HASH_SHA384, .len = 48 }, r256 = { .algo = IVER_HASH_SHA256, .len = 32 };
+        IverDigest mixed = p384;
+        for (int i = 0; i < 3; i++) {
+                step_padded(EVP_sha384(), e[i], &p384);
+                step(EVP_sha256(), e[i], &r256);
+                (i == 2 ? step : step_padded)(EVP_sha384(), e[i], &mixed);
+        }
+        IverPcrValue v[2] = { { 10, r256 }, { 10, p384 } };
+        const IverImaEntry *const *ee = (const IverImaEntry *const *) e;
+        size_t prefix = 0;
+        uint64_t padded = 0;
+        ck_assert_int_eq(iver_imalog_match_prefix_entries(ee, 3, v, 2, &prefix), -ENOENT);
+        ck_assert_int_eq(iver_imalog_match_prefix_any_form(ee, 3, v, 2, &prefix, &padded), 0);
+        ck_assert_uint_eq(prefix, 3);
+        ck_assert_uint_eq(padded, 2);   /* values[1], the sha384 one */
+        IverPcrValue m[1] = { { 10, mixed } };
+        ck_assert_int_eq(iver_imalog_match_prefix_any_form(ee, 3, m, 1, &prefix, &padded), -ENOENT);
+        /* the entry's own digests */
+        IverDigest d;
+        ck_assert_int_eq(iver_imalog_entry_padded_digest(e[0], IVER_HASH_SHA512, &d), 0);
+        ck_assert_uint_eq(d.len, 64);
+        for (unsigned i = 20; i < 64; i++)
+                ck_assert_uint_eq(d.bytes[i], 0);
+        ck_assert_int_eq(iver_imalog_entry_padded_digest(e[1], IVER_HASH_SHA512, &d), 0);
+        for (unsigned i = 0; i < 64; i++)
+                ck_assert_uint_eq(d.bytes[i], 0xff);
+        for (int i = 0; i < 3; i++)
+                iver_imalog_entry_free(e[i]);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("replay");
         TCase *tc = tcase_create("core");
@@ -178,6 +228,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_prefix_mismatch);
         tcase_add_test(tc, test_prefix_empty_list);
         tcase_add_test(tc, test_prefix_sha384_sha512);
+        tcase_add_test(tc, test_prefix_padded_form);
         suite_add_tcase(s, tc);
         return s;
 }
