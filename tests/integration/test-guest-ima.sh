@@ -75,7 +75,8 @@ check_quote() {
         echo "tpm2_checkquote: signature, nonce and PCR 10 digest ($SEL) OK"
         "$IVERCTL" verify "$q" --nonce "$nonce" >"$q/verify.out" 2>&1 ||
                 { cat "$q/verify.out"; fail "iverctl verify rejected $q"; }
-        echo "iverctl verify: $(tail -1 "$q/verify.out")"
+        grep -E '^(Verified|PADDED)' "$q/verify.out" | sed 's/^/iverctl verify: /'
+        grep -q '^Verified' "$q/verify.out" || fail "iverctl verify printed no Verified line for $q"
         python3 "$VERIFY" --pcr 10 --banks $BANKS --keylime-split "$list" "$q/pcrs.out" | tee "$q/keylime.out"
         n=$(wc -l <"$list")
         grep -q "^ACCEPTED" "$q/keylime.out" || fail "keylime_verify rejected $list"
