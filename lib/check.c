@@ -177,6 +177,7 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
                 algo = ctx->opt.algo;
         outcome_reset(out);
         out->id = iver_stat_identity(&st);
+        out->owner = st.uid;
         if (!S_ISREG(st.mode) && !S_ISLNK(st.mode)) { /* a symlink is measured by its target (iver_measure_link) */
                 iver_check_forget(ctx, path);
                 out->result = IVER_CHECK_NOT_REGULAR;
@@ -262,7 +263,7 @@ IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const Iver
 int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pending, int r, const IverMeasurement *m,
                       IverCheckOutcome *out) {
         *out = (IverCheckOutcome) { .idx = IVER_CACHE_NONE, .id = iver_stat_identity(&pending->st),
-                                    .reason = pending->reason };
+                                    .owner = pending->st.uid, .reason = pending->reason };
 
         if (r < 0) {
                 /* vanished: forgotten; unreadable: what is on record no longer
@@ -353,6 +354,7 @@ int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pen
                 .digest = m->digest,
                 .cookie = cookie,
                 .id = e.id,
+                .owner = pending->st.uid,
                 .idx = idx,
                 .bytes_hashed = m->bytes_hashed,
                 .reason = pending->reason,

@@ -4,6 +4,7 @@
  * evidence-tpm.c (the loop side of the TPM thread). Not for other files. */
 #include <systemd/sd-event.h>
 
+#include "budget.h"
 #include "churn.h"
 #include "evidence.h"
 #include "tpm-thread.h"
@@ -42,6 +43,7 @@ struct Evidence {
         size_t n_staged;
         uint16_t staged_set[STAGED_SET]; /* their (PCR, template digest) pairs (evidence.c) */
         Churn *churn;
+        Budget *budget;                 /* entries per file owner (budget.h) */
         bool continued;                 /* the list existed in this boot before this run (evidence-gap.c) */
         int64_t list_mtime_sec;         /* its mtime then */
         int64_t gap_start_sec, gap_end_sec; /* the gap listed at start (start -1: unknown) */

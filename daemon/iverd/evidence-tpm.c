@@ -148,6 +148,8 @@ void evidence_status(const Evidence *e, json_object *o) {
         json_object_object_add(o, "pcr_resyncs", json_object_new_uint64(st.resyncs));
         json_object_object_add(o, "rate_limited_versions", json_object_new_uint64(e->rate_limited));
         json_object_object_add(o, "rate_limited_files", json_object_new_uint64(churn_limited(e->churn, now_usec())));
+        json_object_object_add(o, "budget_limited_owners", json_object_new_uint64(budget_limited(e->budget)));
+        json_object_object_add(o, "budget_unlisted", json_object_new_uint64(budget_suppressed(e->budget)));
         evidence_gap_status(e, o);
 }
 

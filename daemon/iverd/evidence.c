@@ -169,7 +169,7 @@ int evidence_new(sd_event *event, const Reports *reports, const IverConf *conf, 
         e->event = event;
         e->reports = reports;
         e->staged = calloc(GROUP_MAX, sizeof(*e->staged));
-        if (!e->staged || churn_new(&e->churn) < 0) {
+        if (!e->staged || churn_new(&e->churn) < 0 || budget_new(&e->budget) < 0) {
                 r = log_error_errno(-ENOMEM, "Cannot set up the measurement list: %m");
                 goto fail;
         }
@@ -252,6 +252,7 @@ Evidence *evidence_free(Evidence *e) {
                 iver_imalog_entry_free(e->staged[i]);
         free(e->staged);
         churn_free(e->churn);
+        budget_free(e->budget);
         free(e);
         return NULL;
 }
@@ -433,6 +434,23 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
                 iver_imalog_entry_free(ent);
                 report_unlisted(e->reports, path);
                 e->rate_limited++;
+                return 0;
+        }
+        /* and its owner's budget (root's never runs out) */
+        switch (e->scan_done && !use ? budget_take(e->budget, o->owner, now_usec()) : BUDGET_LIST) {
+        case BUDGET_LIST:
+                break;
+        case BUDGET_LIMIT:
+                iver_imalog_entry_free(ent);
+                report_unlisted(e->reports, path);
+                char why[200];
+                snprintf(why, sizeof(why), "budget: uid %u's files made more than %d list entries (refilled %d an hour); "
+                         "their changes are listed again at their use", o->owner, BUDGET_BURST, BUDGET_PER_HOUR);
+                log_violation(path, why);
+                return evidence_record_violation(e, path, d, o->digest.algo);
+        case BUDGET_SUPPRESS:
+                iver_imalog_entry_free(ent);
+                report_unlisted(e->reports, path);
                 return 0;
         }
         r = stage(e, ent);

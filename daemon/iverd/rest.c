@@ -235,6 +235,7 @@ static int verify(const Rest *r, const RestEntry *e, IverCheckOutcome *ret) {
                 return -ENOENT; /* another file has the name now */
         if (r->cb.recorded(r->userdata, &e->id, ret) < 0)
                 return 0;
+        ret->owner = st.uid;
         IverCookie now = iver_cookie_from_stat(ret->cookie.source, &st);
         return !e->written && iver_cookie_equal(&now, &ret->cookie) ? 1 : 0;
 }

@@ -150,6 +150,7 @@ typedef struct IverCheckOutcome {
         IverDigest digest;           /* the digest on record (HIT and MEASURED) */
         IverCookie cookie;
         IverIdentity id;
+        uint32_t owner;              /* the file's uid as observed (a daemon budgets its owners' entries) */
         uint32_t idx;                /* cache entry, or IVER_CACHE_NONE */
         uint64_t bytes_hashed;
 } IverCheckOutcome;
