@@ -108,6 +108,7 @@ static bool overlay_measured(FsTrack *t, const IverOverlay *o) {
 
 /* A filesystem marked for layers only that holds none now: unmark it. */
 static void unmark_unused(FsTrack *t) {
+        bool any = false;
         for (unsigned i = 0; i < t->n_fs;) {
                 TrackedFs *f = &t->fs[i];
                 if (f->measured || f->layers > 0) {
@@ -120,7 +121,12 @@ static void unmark_unused(FsTrack *t) {
                         (void) fanotify_mark(t->fd, FAN_MARK_REMOVE | FAN_MARK_FILESYSTEM, FSTRACK_MASK, AT_FDCWD,
                                              f->mount);
                 fstrack_retire(t, i);
+                any = true;
         }
+        /* while marked it answered for the directories a walk crossed on it
+         * (no inotify watch was set there): a walk sets them up again */
+        if (any)
+                report_rescan(t->reports);
 }
 
 void fstrack_overlays_refresh(FsTrack *t) {

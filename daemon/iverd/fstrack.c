@@ -209,7 +209,10 @@ TrackedFs *fstrack_track(FsTrack *t, const char *dir, bool layer) {
                 return NULL;
         TrackedFs *f = fstrack_find_dev(t, fstrack_pack_dev(st.st_dev));
         if (f) {
-                f->measured |= !layer;
+                /* marked for overlay layers only so far: does it hold a
+                 * measured directory too (then it stays marked without them)? */
+                if (!layer && !f->measured && holds_measured(t, dir))
+                        f->measured = true;
                 return f;
         }
         /* a filesystem crossed only on the way to a measured tree is not
