@@ -11,10 +11,13 @@
 #      path with the new digest
 #   c  the same for a file only the lower layer has, written in the lower dir
 #   d  a write to a lower file that the upper hides: the merged digest stays
-#   e  the overlay unmounted: the layers' filesystems are no longer tracked;
+#   e  a file and a directory with a file created directly in the upper
+#      layer are listed under the merged path; the upper copy removed, the
+#      lower one it hid is listed; the upper copy back, listed again
+#   f  the overlay unmounted: the layers' filesystems are no longer tracked;
 #      mounted again while iverd runs: a direct write to the upper layer is
 #      seen again (the mapping follows the mount table)
-# Without the layer tracking (iverd before it) b, c and e fail: the merged
+# Without the layer tracking (iverd before it) b, c, e and f fail: the merged
 # files are looked at again only by the hourly rescan.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -98,16 +101,26 @@ ctl settle --timeout 10 >/dev/null
 [ "$(listed "$MG/bin/both")" = "$before" ] && [ "$before" = "$(sha "$MG/bin/both")" ] ||
         fail "d: listed $before before, $(listed "$MG/bin/both") after; the merged file is $(sha "$MG/bin/both")"
 
-echo "== e: unmounted, the mapping goes; mounted again, it comes back"
+echo "== e: a file and a directory created directly in the upper layer; the upper copy removed"
+printf 'new in upper\n' >"$UP/bin/new"
+mkdir -p "$UP/sub"; printf 'in a new dir\n' >"$UP/sub/deep"
+if s=$(seen "$MG/bin/new"); then echo "e: new file seen in ${s}s"; else fail "e: $MG/bin/new not listed within 5 s"; fi
+if s=$(seen "$MG/sub/deep"); then echo "e: file in a new directory seen in ${s}s"; else fail "e: $MG/sub/deep not listed within 5 s"; fi
+rm "$UP/bin/both" # the lower copy shows through now
+if s=$(seen "$MG/bin/both"); then echo "e: lower copy revealed, seen in ${s}s"; else fail "e: $MG/bin/both not re-checked after its upper copy went"; fi
+printf 'upper\n' >"$UP/bin/both"
+seen "$MG/bin/both" >/dev/null || fail "e: $MG/bin/both not re-checked after its upper copy came back"
+
+echo "== f: unmounted, the mapping goes; mounted again, it comes back"
 umount "$MG"
 for _ in $(seq 50); do [ "$(layers_marked)" = 0 ] && break; sleep 0.1; done
-[ "$(layers_marked)" = 0 ] || fail "e: the layers' filesystems are still tracked after the umount"
+[ "$(layers_marked)" = 0 ] || fail "f: the layers' filesystems are still tracked after the umount"
 mount_overlay
 for _ in $(seq 50); do [ "$(layers_marked)" = 2 ] && break; sleep 0.1; done
-[ "$(layers_marked)" = 2 ] || fail "e: the layers' filesystems are not marked again after the mount"
+[ "$(layers_marked)" = 2 ] || fail "f: the layers' filesystems are not marked again after the mount"
 ctl settle --timeout 60 >/dev/null
 printf 'upper, changed again\n' >>"$UP/bin/both"
-if s=$(seen "$MG/bin/both"); then echo "e: seen in ${s}s"; else fail "e: $MG/bin/both not re-checked within 5 s after the remount"; fi
+if s=$(seen "$MG/bin/both"); then echo "f: seen in ${s}s"; else fail "f: $MG/bin/both not re-checked within 5 s after the remount"; fi
 
 if [ "$FAILS" -gt 0 ]; then
         [ -n "${VERBOSE:-}" ] && tail -50 "$W/iverd.log"
