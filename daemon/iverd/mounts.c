@@ -33,18 +33,6 @@ static int cmp(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo */
-static void unescape(char *s) {
-        char *o = s;
-        for (char *p = s; *p;)
-                if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
-                        *o++ = (char) (((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
-                        p += 4;
-                } else
-                        *o++ = *p++;
-        *o = 0;
-}
-
 /* /proc/self/mountinfo is ~150 bytes a mount: room for 400,000 */
 #define MOUNTINFO_MAX (64U * 1024U * 1024U)
 
@@ -87,7 +75,7 @@ static int read_table(int fd, char ***ret, size_t *ret_n, IverOverlay ***ret_ove
                         f[k++] = tok;
                 if (k < 5)
                         continue;
-                unescape(f[4]);
+                iver_mountinfo_unescape(f[4]);
                 char **nl = realloc(l, (n + 1) * sizeof(char *));
                 if (!nl) {
                         lines_free(l, n);
