@@ -25,6 +25,7 @@
 #include "fstrack-internal.h"
 #include "log.h"
 #include "macro.h"
+#include "rest.h"
 
 #define OVERLAYFS_MAGIC 0x794c7630
 
@@ -196,7 +197,13 @@ void fstrack_overlay_event(FsTrack *t, uint64_t mask, const char *path, int pid)
                                 report_changed_below(t->reports, merged);
                         continue;
                 }
-                if (merged_wanted(t, merged))
-                        fstrack_dispatch(t, mask, merged, pid);
+                if (!merged_wanted(t, merged))
+                        continue;
+                /* the write reached the layer's inode: the merged file (its own
+                 * identity) is not at rest either while it goes on (rest.h) */
+                struct stat st;
+                if ((mask & (FAN_MODIFY | FAN_CLOSE_WRITE)) && lstat(merged, &st) == 0 && S_ISREG(st.st_mode))
+                        rest_note_change(t->rest, fstrack_pack_dev(st.st_dev), (uint64_t) st.st_ino, pid, NULL);
+                fstrack_dispatch(t, mask, merged, pid);
         }
 }
