@@ -164,7 +164,7 @@ static const HandleSlot *resolve_dir(FsTrack *t, TrackedFs *f, struct file_handl
                 return NULL;
         }
         s->wanted = report_dir_wanted(t->reports, buf);
-        s->in_layer = t->n_overlays > 0 && fstrack_overlay_holds(t, buf);
+        s->in_layer = t->n_overlays > 0 && fstrack_overlay_wanted(t, buf);
         *ret_fd = fd;
         return s;
 }

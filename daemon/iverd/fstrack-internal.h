@@ -60,7 +60,7 @@ typedef struct HandleSlot {
         size_t key_len;
         char *path;               /* directory caches */
         bool wanted;
-        bool in_layer;            /* below a layer of a measured overlay */
+        bool in_layer;            /* below a layer of a measured overlay, merged dir wanted */
         uint32_t dev;             /* inode caches */
         uint64_t ino;
 } HandleSlot;
@@ -107,8 +107,10 @@ void fstrack_retire(FsTrack *t, unsigned i);
  * marked for layers only that no longer hold one are unmarked. */
 void fstrack_overlays_refresh(FsTrack *t);
 void fstrack_overlays_free(FsTrack *t);
-/* Whether dir is a layer of a measured overlay or below one. */
-bool fstrack_overlay_holds(FsTrack *t, const char *dir);
+/* Whether dir is a layer of a measured overlay or below one, and the policy
+ * may measure below its merged directory (else an ignore mark may keep its
+ * namespace events in the kernel). */
+bool fstrack_overlay_wanted(FsTrack *t, const char *dir);
 /* An event (mask) on path below a layer: the merged path of every measured
  * overlay that has it is checked like a path of a measured tree. */
 void fstrack_overlay_event(FsTrack *t, uint64_t mask, const char *path, int pid);

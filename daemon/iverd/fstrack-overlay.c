@@ -166,10 +166,13 @@ void fstrack_overlays_refresh(FsTrack *t) {
         fstrack_flush_ignores(t);
 }
 
-bool fstrack_overlay_holds(FsTrack *t, const char *dir) {
-        for (size_t i = 0; i < t->n_overlays; i++)
-                if (t->overlays[i].active && iver_overlay_map(t->overlays[i].o, dir, NULL) >= 0)
+bool fstrack_overlay_wanted(FsTrack *t, const char *dir) {
+        for (size_t i = 0; i < t->n_overlays; i++) {
+                _cleanup_free_ char *merged = NULL;
+                if (t->overlays[i].active && iver_overlay_map(t->overlays[i].o, dir, &merged) >= 0 &&
+                    report_dir_wanted(t->reports, merged))
                         return true;
+        }
         return false;
 }
 
