@@ -98,8 +98,9 @@ echo "== d: a write to a lower file the upper hides"
 before=$(listed "$MG/bin/both")
 printf 'hidden\n' >>"$LO/bin/both"
 ctl settle --timeout 10 >/dev/null
-[ "$(listed "$MG/bin/both")" = "$before" ] && [ "$before" = "$(sha "$MG/bin/both")" ] ||
+if [ "$(listed "$MG/bin/both")" != "$before" ] || [ "$before" != "$(sha "$MG/bin/both")" ]; then
         fail "d: listed $before before, $(listed "$MG/bin/both") after; the merged file is $(sha "$MG/bin/both")"
+fi
 
 echo "== e: a file and a directory created directly in the upper layer; the upper copy removed"
 printf 'new in upper\n' >"$UP/bin/new"
