@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "overlay.h" /* iver_mountinfo_unescape */
 #include "pseudofs.h"
 
 /* statfs f_type values (linux/magic.h); written out so that an older header
@@ -53,20 +54,6 @@ void iver_strv_free(char **v) {
         free(v);
 }
 
-/* mountinfo escapes ' ', '\t', '\n' and '\\' as \ooo: decode in place. */
-static void unoctal(char *s) {
-        char *w = s;
-        for (; *s; s++) {
-                if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
-                    s[3] <= '7') {
-                        *w++ = (char) ((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
-                        s += 3;
-                } else
-                        *w++ = *s;
-        }
-        *w = 0;
-}
-
 int iver_pseudo_fs_mounts(char ***ret) {
         _cleanup_free_ char *line = NULL;
         size_t cap = 0, n = 0;
@@ -89,7 +76,7 @@ int iver_pseudo_fs_mounts(char ***ret) {
                         is = strcmp(type, pseudo_types[i]) == 0;
                 if (!is)
                         continue;
-                unoctal(mnt);
+                iver_mountinfo_unescape(mnt);
                 char **nv = realloc(v, (n + 2) * sizeof(char *));
                 if (!nv)
                         break;

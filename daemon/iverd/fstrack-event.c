@@ -164,6 +164,7 @@ static const HandleSlot *resolve_dir(FsTrack *t, TrackedFs *f, struct file_handl
                 return NULL;
         }
         s->wanted = report_dir_wanted(t->reports, buf);
+        s->in_layer = t->n_overlays > 0 && fstrack_overlay_wanted(t, buf);
         *ret_fd = fd;
         return s;
 }
@@ -300,14 +301,21 @@ static void on_event(FsTrack *t, const struct fanotify_event_metadata *md) {
                 return;
         }
         _cleanup_free_ char *path = path_join(s->path, name);
-        bool wanted = s->wanted;
-        if (!wanted && !(mask & (FAN_MODIFY | FAN_CLOSE_WRITE)))
+        bool wanted = s->wanted, layer = s->in_layer;
+        if (!wanted && !layer && !(mask & (FAN_MODIFY | FAN_CLOSE_WRITE)))
                 add_ignore(t, dfd);
         if (dfd >= 0)
                 close(dfd);
-        if (!wanted || !path)
+        if (!path)
                 return;
-        if (dir) {
+        if (layer)
+                fstrack_overlay_event(t, mask, path, md->pid);
+        if (wanted)
+                fstrack_dispatch(t, mask, path, md->pid);
+}
+
+void fstrack_dispatch(FsTrack *t, uint64_t mask, const char *path, int pid) {
+        if (mask & FAN_ONDIR) {
                 if (mask & (FAN_MOVED_FROM | FAN_DELETE))
                         report_forget_below(t->reports, path);
                 if ((mask & FAN_MOVED_TO) && t->ignores > 0)
@@ -316,7 +324,7 @@ static void on_event(FsTrack *t, const struct fanotify_event_metadata *md) {
                         report_new_dir(t->reports, path);
                 return;
         }
-        note_name(t, mask, path, md->pid);
+        note_name(t, mask, path, pid);
         if (mask & FAN_CLOSE_WRITE)
                 iver_check_invalidate(t->ctx, path);
         /* deletions and moves away: the check sees ENOENT and drops the entry */

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
-/* Shared by fstrack.c (filesystems, coverage, status) and fstrack-event.c
- * (decoding and dispatching fanotify events). */
+/* Shared by fstrack.c (filesystems, coverage, status), fstrack-event.c
+ * (decoding and dispatching fanotify events) and fstrack-overlay.c (overlay
+ * layers: their filesystems marked, their paths mapped to merged ones). */
 #include <fcntl.h>
 #include <sys/fanotify.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
 #include "fstrack.h"
+#include "overlay.h"
 
 #define FSTRACK_MASK                                                                                       \
         (FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE | \
@@ -30,7 +32,19 @@ typedef struct TrackedFs {
         uint64_t coverage_since;  /* realtime µs */
         uint64_t events, writes;
         int mount_fd;             /* open during one batch of events only: never pins a mount */
+        bool measured;            /* holds a measured directory (not only overlay layers) */
+        unsigned layers;          /* layers of measured overlays on it (fstrack-overlay.c) */
 } TrackedFs;
+
+/* An overlay mount of the mount table; active: it holds or is below a
+ * measured directory, its layers' paths are canonical and mapped. */
+typedef struct OverlayMap {
+        IverOverlay *o;
+        uint64_t id;              /* of the mount point and layers as the table gave them */
+        bool active;
+        bool known;               /* active in the table before (the table changed elsewhere) */
+        bool seen;                /* in the table before: what it lacks was logged */
+} OverlayMap;
 
 typedef struct RecentWrite {
         uint32_t dev;
@@ -46,6 +60,7 @@ typedef struct HandleSlot {
         size_t key_len;
         char *path;               /* directory caches */
         bool wanted;
+        bool in_layer;            /* below a layer of a measured overlay, merged dir wanted */
         uint32_t dev;             /* inode caches */
         uint64_t ino;
 } HandleSlot;
@@ -74,10 +89,34 @@ struct FsTrack {
         uint64_t overflow_rescan_usec; /* monotonic: the last rescan for lost events */
         unsigned overflows_pending;    /* overflows since, waiting for rescan_timer */
         sd_event_source *rescan_timer;
+        OverlayMap *overlays;
+        size_t n_overlays;
 };
 
 uint32_t fstrack_pack_dev(dev_t d);
 TrackedFs *fstrack_find_dev(FsTrack *t, uint32_t dev);
+/* Track the filesystem holding dir (marked when it can be): for a measured
+ * directory (not marked when it holds nothing measured: an ancestor) or an
+ * overlay layer (layer: always). NULL when it is not tracked. */
+TrackedFs *fstrack_track(FsTrack *t, const char *dir, bool layer);
+/* Drop t->fs[i] (the last one takes its place); its events are dropped. */
+void fstrack_retire(FsTrack *t, unsigned i);
+
+/* fstrack-overlay.c. Which overlays hold measured directories (after a
+ * mount or policy change): their layers' filesystems are marked, those
+ * marked for layers only that no longer hold one are unmarked. */
+void fstrack_overlays_refresh(FsTrack *t);
+void fstrack_overlays_free(FsTrack *t);
+/* Whether dir is a layer of a measured overlay or below one, and the policy
+ * may measure below its merged directory (else an ignore mark may keep its
+ * namespace events in the kernel). */
+bool fstrack_overlay_wanted(FsTrack *t, const char *dir);
+/* An event (mask) on path below a layer: the merged path of every measured
+ * overlay that has it is checked like a path of a measured tree. */
+void fstrack_overlay_event(FsTrack *t, uint64_t mask, const char *path, int pid);
+
+/* fstrack-event.c: an event on path in a measured tree (rest, check). */
+void fstrack_dispatch(FsTrack *t, uint64_t mask, const char *path, int pid);
 
 int fstrack_on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 /* Read and apply queued events (at most rounds reads). Returns 0 when the

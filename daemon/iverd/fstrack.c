@@ -80,6 +80,7 @@ FsTrack *fstrack_free(FsTrack *t) {
         for (unsigned i = 0; i < t->n_fs; i++)
                 free(t->fs[i].mount);
         fstrack_caches_clear(t);
+        fstrack_overlays_free(t);
         sd_event_source_disable_unref(t->source);
         sd_event_source_disable_unref(t->rescan_timer);
         if (t->fd >= 0)
@@ -202,27 +203,32 @@ static bool holds_measured(FsTrack *t, const char *dir) {
         return probe && report_dir_wanted(t->reports, probe);
 }
 
-bool fstrack_add_dir(FsTrack *t, const char *dir) {
+TrackedFs *fstrack_track(FsTrack *t, const char *dir, bool layer) {
         struct stat st;
         if (!t || stat(dir, &st) < 0)
-                return false;
+                return NULL;
         TrackedFs *f = fstrack_find_dev(t, fstrack_pack_dev(st.st_dev));
-        if (f)
-                return f->mode == FSTRACK_FANOTIFY;
+        if (f) {
+                /* marked for overlay layers only so far: does it hold a
+                 * measured directory too (then it stays marked without them)? */
+                if (!layer && !f->measured && holds_measured(t, dir))
+                        f->measured = true;
+                return f;
+        }
         /* a filesystem crossed only on the way to a measured tree is not
          * marked (its writes would all come to us): inotify watches the few
          * ancestors */
-        if (t->n_fs == FSTRACK_MAX_FS || !holds_measured(t, dir))
-                return false;
+        if (t->n_fs == FSTRACK_MAX_FS || (!layer && !holds_measured(t, dir)))
+                return NULL;
         struct statfs sfs;
         if (statfs(dir, &sfs) < 0)
-                return false;
+                return NULL;
         f = &t->fs[t->n_fs];
-        *f = (TrackedFs) { .dev = fstrack_pack_dev(st.st_dev), .mount_fd = -1 };
+        *f = (TrackedFs) { .dev = fstrack_pack_dev(st.st_dev), .mount_fd = -1, .measured = !layer };
         memcpy(&f->fsid, &sfs.f_fsid, sizeof(f->fsid));
         f->mount = mount_point(dir, st.st_dev);
         if (!f->mount)
-                return false;
+                return NULL;
         const char *name = iver_fstype_to_name((uint64_t) sfs.f_type);
         if (name)
                 snprintf(f->fstype, sizeof(f->fstype), "%s", name);
@@ -235,12 +241,17 @@ bool fstrack_add_dir(FsTrack *t, const char *dir) {
                 /* what was measured before the mark (a restored snapshot, an
                  * earlier mount) was measured outside this coverage */
                 flag_written(t, f);
-                log_info("Tracking %s (%s) as a whole: writes through any path are seen, metadata-only changes "
-                         "are not re-hashed", f->mount, f->fstype);
+                log_info("Tracking %s (%s) as a whole%s: writes through any path are seen, metadata-only changes "
+                         "are not re-hashed", f->mount, f->fstype, layer ? " (it holds overlay layers)" : "");
         } else
-                log_notice("Tracking %s (%s) with inotify (%s): every changed file is re-hashed", f->mount,
-                           f->fstype, f->why);
-        return f->mode == FSTRACK_FANOTIFY;
+                log_notice("Tracking %s (%s) with inotify (%s): every changed file is re-hashed%s", f->mount,
+                           f->fstype, f->why, layer ? "; direct writes to the overlay layers on it are not seen" : "");
+        return f;
+}
+
+bool fstrack_add_dir(FsTrack *t, const char *dir) {
+        TrackedFs *f = fstrack_track(t, dir, false);
+        return f && f->mode == FSTRACK_FANOTIFY;
 }
 
 void fstrack_note_unwatched(FsTrack *t, const char *dir) {
@@ -308,6 +319,20 @@ void fstrack_policy_changed(FsTrack *t) {
                 return;
         fstrack_caches_clear(t);
         fstrack_flush_ignores(t);
+        fstrack_overlays_refresh(t); /* which overlays hold measured directories */
+}
+
+void fstrack_retire(FsTrack *t, unsigned i) {
+        TrackedFs *f = &t->fs[i];
+        if (f->mode == FSTRACK_FANOTIFY) {
+                t->retired[t->n_retired++ % ELEMENTSOF(t->retired)] = f->fsid;
+                for (unsigned k = 0; k < f->n_alias; k++)
+                        t->retired[t->n_retired++ % ELEMENTSOF(t->retired)] = f->alias[k];
+        }
+        free(f->mount);
+        if (f->mount_fd >= 0)
+                close(f->mount_fd);
+        t->fs[i] = t->fs[--t->n_fs];
 }
 
 void fstrack_mounts_changed(FsTrack *t) {
@@ -328,16 +353,8 @@ void fstrack_mounts_changed(FsTrack *t) {
                  * superblock lives on) keeps sending events, dropped from now on;
                  * entries on it are no longer attested (no record) */
                 log_info("Filesystem %s (%s) left the mount table", f->mount, f->fstype);
-                if (f->mode == FSTRACK_FANOTIFY) {
-                        t->retired[t->n_retired++ % ELEMENTSOF(t->retired)] = f->fsid;
-                        for (unsigned k = 0; k < f->n_alias; k++)
-                                t->retired[t->n_retired++ % ELEMENTSOF(t->retired)] = f->alias[k];
-                }
+                fstrack_retire(t, i);
                 left = true;
-                free(f->mount);
-                if (f->mount_fd >= 0)
-                        close(f->mount_fd);
-                t->fs[i] = t->fs[--t->n_fs];
         }
         /* the same filesystem may still hold measured directories elsewhere:
          * a full walk tracks them again (a new record, a new coverage start) */
@@ -391,6 +408,8 @@ static json_object *fs_json(const TrackedFs *f) {
         json_object_object_add(e, "fs", json_object_new_string(f->fstype));
         json_object_object_add(e, "mode", json_object_new_string(mode_names[f->mode]));
         json_object_object_add(e, "writes_attested", json_object_new_boolean(f->mode == FSTRACK_FANOTIFY));
+        if (f->layers > 0)
+                json_object_object_add(e, "overlay_layers", json_object_new_uint64(f->layers));
         if (f->why)
                 json_object_object_add(e, "why", json_object_new_string(f->why));
         json_object_object_add(e, "coverage_since", iso_time(f->coverage_since));

@@ -9,6 +9,7 @@
 #include <systemd/sd-event.h>
 
 #include "iver/check.h"
+#include "overlay.h"
 #include "report.h"
 #include "rest.h"
 
@@ -53,6 +54,14 @@ void fstrack_policy_changed(FsTrack *t);
 /* The mount table changed: forget filesystems no longer mounted where
  * they were (the walk of the mount change adds new ones). */
 void fstrack_mounts_changed(FsTrack *t);
+
+/* The overlay mounts of the mount table (taken over: v and each entry; v
+ * may be NULL when n is 0). An overlay that holds or is below a measured
+ * directory has its layers' filesystems marked, and an event on a path below
+ * a layer (a write made to the upper or a lower directory, not through the
+ * overlay) is checked at the merged path (mount point + the path relative to
+ * the layer). */
+void fstrack_overlays_set(FsTrack *t, IverOverlay **v, size_t n);
 
 /* Apply the events queued so far (before a batch of checks): a write or
  * close that happened before a check's statx then flags the old entry, which

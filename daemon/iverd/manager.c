@@ -59,7 +59,7 @@ static void on_report_changed_below(void *userdata, const char *dir) {
         Manager *m = userdata;
         if (!manager_dir_wanted(m, dir))
                 return;
-        log_info("Mount table changed at %s: rescanning it", dir);
+        log_info("What is visible at %s changed (a mount, an overlay layer): rescanning it", dir);
         (void) walk_add(m->walk, dir);
         /* cached files below it may be hidden or gone now: check each (ENOENT drops it) */
         IverCache *c = iver_context_cache(m->ctx);

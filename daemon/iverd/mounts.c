@@ -11,6 +11,7 @@
 #include "log.h"
 #include "macro.h"
 #include "mounts.h"
+#include "overlay.h"
 
 struct Mounts {
         FsTrack *fstrack;
@@ -32,23 +33,29 @@ static int cmp(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo */
-static void unescape(char *s) {
-        char *o = s;
-        for (char *p = s; *p;)
-                if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
-                        *o++ = (char) (((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
-                        p += 4;
-                } else
-                        *o++ = *p++;
-        *o = 0;
-}
-
 /* /proc/self/mountinfo is ~150 bytes a mount: room for 400,000 */
 #define MOUNTINFO_MAX (64U * 1024U * 1024U)
 
-/* Read the table: "ID MOUNTPOINT" per mount, sorted. */
-static int read_table(int fd, char ***ret, size_t *ret_n) {
+/* Add the overlay mount line describes (if it is one) to *v. */
+static void add_overlay(const char *line, IverOverlay ***v, size_t *n) {
+        IverOverlay *o = NULL;
+        int r = iver_overlay_from_mountinfo(line, &o);
+        if (r < 0) {
+                log_full_errno(LOG_DEBUG, r, "Cannot read the overlay layers of mount table line '%s': %m", line);
+                return;
+        }
+        IverOverlay **nv = o ? realloc(*v, (*n + 1) * sizeof(*nv)) : NULL;
+        if (!nv) {
+                iver_overlay_free(o);
+                return;
+        }
+        nv[(*n)++] = o;
+        *v = nv;
+}
+
+/* Read the table: "ID MOUNTPOINT" per mount, sorted, and the overlay mounts
+ * (given to fstrack). */
+static int read_table(int fd, char ***ret, size_t *ret_n, IverOverlay ***ret_overlays, size_t *ret_n_overlays) {
         _cleanup_free_ char *buf = NULL;
         size_t len;
         if (lseek(fd, 0, SEEK_SET) < 0)
@@ -59,6 +66,8 @@ static int read_table(int fd, char ***ret, size_t *ret_n) {
         char **l = NULL;
         size_t n = 0;
         for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                if (strstr(line, " - overlay "))
+                        add_overlay(line, ret_overlays, ret_n_overlays);
                 /* ID PARENT MAJ:MIN ROOT MOUNTPOINT ... */
                 char *f[5], *s2 = NULL;
                 unsigned k = 0;
@@ -66,7 +75,7 @@ static int read_table(int fd, char ***ret, size_t *ret_n) {
                         f[k++] = tok;
                 if (k < 5)
                         continue;
-                unescape(f[4]);
+                iver_mountinfo_unescape(f[4]);
                 char **nl = realloc(l, (n + 1) * sizeof(char *));
                 if (!nl) {
                         lines_free(l, n);
@@ -85,14 +94,28 @@ static int read_table(int fd, char ***ret, size_t *ret_n) {
         return 0;
 }
 
+/* read_table, the overlays handed to fstrack (the layer mapping follows
+ * the table). */
+static int read_tables(Mounts *t, char ***ret, size_t *ret_n) {
+        IverOverlay **ov = NULL;
+        size_t n_ov = 0;
+        int r = read_table(t->fd, ret, ret_n, &ov, &n_ov);
+        if (r < 0) {
+                fstrack_overlays_set(NULL, ov, n_ov); /* frees them */
+                return r;
+        }
+        fstrack_mounts_changed(t->fstrack);
+        fstrack_overlays_set(t->fstrack, ov, n_ov);
+        return 0;
+}
+
 static int on_change(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Mounts *t = userdata;
         char **l;
         size_t n;
-        if (read_table(t->fd, &l, &n) < 0)
+        if (read_tables(t, &l, &n) < 0)
                 return 0;
         t->changes++;
-        fstrack_mounts_changed(t->fstrack);
         /* merge the two sorted tables: a line in one only is a change */
         for (size_t i = 0, j = 0; i < t->n || j < n;) {
                 int c = i == t->n ? 1 : j == n ? -1 : strcmp(t->lines[i], l[j]);
@@ -115,7 +138,7 @@ int mounts_new(sd_event *event, FsTrack *fstrack, const Reports *reports, Mounts
         t->fstrack = fstrack;
         t->reports = reports;
         t->fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-        int r = t->fd < 0 ? -errno : read_table(t->fd, &t->lines, &t->n);
+        int r = t->fd < 0 ? -errno : read_tables(t, &t->lines, &t->n);
         if (r >= 0)
                 r = sd_event_add_io(event, &t->source, t->fd, EPOLLPRI, on_change, t);
         if (r >= 0)
