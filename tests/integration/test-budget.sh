@@ -15,6 +15,10 @@
 #            and a quote replays the whole list;
 #   use      root executes one of the user's scripts that was not listed: it
 #            is listed at its use with its digest (a use is never budgeted).
+#   long     (IVER_BUDGET_SECONDS=S, default 0: not run) the user then goes
+#            on for S seconds creating, renaming and removing files in a loop;
+#            the user's entries stay within the budget and its refill, root's
+#            changes made throughout are listed.
 # Printed: entries, list bytes, the runtime directory's use, the storm's rate.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -102,6 +106,43 @@ if [ -n "$pick" ]; then
         d=$(sha256sum <"$T/u/s$pick" | cut -d' ' -f1)
         ctl log --ascii | grep -q " sha256:$d $T/u/s$pick\$" && echo "listed at its use: $T/u/s$pick" ||
                 fail "the user's script root executed is not listed"
+fi
+
+LONG=${IVER_BUDGET_SECONDS:-0}
+if [ "$LONG" -gt 0 ]; then
+        echo "== long: $SU creates, renames and removes files for $LONG s; root changes a file every 10 s"
+        cat >"$W/long.py" <<'PY'
+import os, sys, time
+d, secs = sys.argv[1], float(sys.argv[2])
+end, i = time.monotonic() + secs, 0
+while time.monotonic() < end:
+    p = f"{d}/l{i}"
+    with open(p, "w") as f:
+        f.write(f"long {i}\n")
+    os.rename(p, p + ".r")
+    if i >= 1000:
+        os.unlink(f"{d}/l{i - 1000}.r")
+    i += 1
+print(f"{i} files created, renamed and removed in {secs:.0f} s")
+PY
+        setpriv --reuid="$SU" --regid="$SU" --clear-groups /usr/bin/python3 "$W/long.py" "$T/u" "$LONG" &
+        STORM=$!
+        k=0
+        while kill -0 "$STORM" 2>/dev/null; do
+                k=$((k + 1)); printf 'root long %d\n' "$k" >"$T/r1"; sleep 10
+        done
+        wait "$STORM" || fail "the long storm failed"
+        ctl settle --timeout 120 >/dev/null || fail "iverd did not settle after the long storm"
+        ctl log --ascii >"$W/list"
+        lu=$(awk -v p="$T/u/l" 'index($5, p) == 1' "$W/list" | wc -l)
+        lr=0
+        for j in $(seq 1 "$k"); do
+                d=$(printf 'root long %d\n' "$j" | sha256sum | cut -d' ' -f1)
+                grep -q " sha256:$d $T/r1\$" "$W/list" && lr=$((lr + 1))
+        done
+        echo "BUDGET long: ${LONG} s: list $(wc -l <"$W/list") entries ($lu of the loop's files), $(js list_bytes) B, runtime directory $(du -sk "$W/run" | cut -f1) KiB; root's $lr of $k changes listed; daemon CPU $(ps -o times= -p "$IVERD_PID") s"
+        [ "$lu" -le $((LONG * 1024 / 3600 + 2)) ] || fail "$lu entries of the loop's files: more than the budget's refill over $LONG s"
+        [ "$lr" -ge $((k - 1)) ] || fail "only $lr of root's $k changes listed during the long storm"
 fi
 
 n2=$(ctl log --ascii | wc -l)
