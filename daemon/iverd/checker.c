@@ -403,6 +403,48 @@ int checker_track_fd(Manager *m) {
         return fstrack_fd(m->fstrack);
 }
 
+/* kernel IMA's open_writers: what is used (run, or read by an interpreter)
+ * may not be what any digest on record says; measure it (provisionally) now
+ * and hold the use for it: the provisional digest is listed, followed by an
+ * open_writers entry (handle_outcome). An open may be the writer's own (the
+ * event does not say): it waits for one hash, bounded. */
+static void use_open_writers(Manager *m, const char *path, bool exec, const IverPolicyDecision *d, IverHashAlgo algo) {
+        if (exec) {
+                (void) recheck_add(m->recheck, path); /* one violation for this episode */
+                checker_violation(m, path, d, algo, "open_writers: executed while open for write");
+        }
+        iver_check_invalidate(m->ctx, path);
+}
+
+/* Hash the used file on a worker, ahead of queued checks; the use waits for it
+ * (waiter). Returns 1, or -ENOMEM with the path queued for an ordinary check. */
+static int use_submit(Manager *m, int fd, const char *path, uint64_t waiter, const IverDecision *dec,
+                      const IverPending *p) {
+        Job *j = calloc(1, sizeof(*j));
+        char *copy = strdup(path);
+        int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (!j || !copy || dup < 0) {
+                free(j);
+                free(copy);
+                if (dup >= 0)
+                        close(dup);
+                manager_queue(m, path);
+                return -ENOMEM;
+        }
+        j->path = copy;
+        job_decided(m, j, dec);
+        j->by_fd = true;
+        j->fd = dup; /* the very file being used, whatever the path names by now */
+        j->waiter = waiter;
+        j->pending = *p;
+        j->opt = iver_check_measure_options(m->ctx, p);
+        /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
+        j->opt.read_ima_xattr = dec->flags & IVER_CHECK_SIGNATURE_BOUND;
+        use_jobs++;
+        workers_submit_first(m->workers, j);
+        return 1;
+}
+
 int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *u) {
         IverStat st;
         IverPending p;
@@ -441,48 +483,15 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
                 return 0;
         *u = (CheckerUse) { .d = dec.d, .measure = dec.measure, .algo = dec.algo };
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
-        if (open_for_write(fd) && path[0] == '/') {
-                /* kernel IMA's open_writers: what is used (run, or read by an
-                 * interpreter) may not be what any digest on record says;
-                 * measure it (provisionally) now and hold the use for it: the
-                 * provisional digest is listed, followed by an open_writers
-                 * entry (handle_outcome). An open may be the writer's own (the
-                 * event does not say): it waits for one hash, bounded. */
-                if (exec) {
-                        (void) recheck_add(m->recheck, path); /* one violation for this episode */
-                        checker_violation(m, path, d, u->algo, "open_writers: executed while open for write");
-                }
-                iver_check_invalidate(m->ctx, path);
-        }
+        if (open_for_write(fd) && path[0] == '/')
+                use_open_writers(m, path, exec, d, u->algo);
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, dec.algo, dec.flags, &p, &o);
         if (r <= 0) {
                 handle_outcome(m, path, &o, &dec, NULL, 0, true);
                 (void) evidence_commit(m->evidence); /* the use goes on: what it runs is on disk */
                 return 0;
         }
-        Job *j = calloc(1, sizeof(*j));
-        char *copy = strdup(path);
-        int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (!j || !copy || dup < 0) {
-                free(j);
-                free(copy);
-                if (dup >= 0)
-                        close(dup);
-                manager_queue(m, path);
-                return -ENOMEM;
-        }
-        j->path = copy;
-        job_decided(m, j, &dec);
-        j->by_fd = true;
-        j->fd = dup; /* the very file being used, whatever the path names by now */
-        j->waiter = waiter;
-        j->pending = p;
-        j->opt = iver_check_measure_options(m->ctx, &p);
-        /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
-        j->opt.read_ima_xattr = dec.flags & IVER_CHECK_SIGNATURE_BOUND;
-        use_jobs++;
-        workers_submit_first(m->workers, j);
-        return 1;
+        return use_submit(m, fd, path, waiter, &dec, &p);
 }
 
 /* Check one queued path on the loop thread. Returns true when finished here
