@@ -13,6 +13,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "appraisal.h"
 #include "checker.h"
 #include "control.h"
 #include "evidence.h"
@@ -582,7 +583,7 @@ static int setup_checks(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot create the check queue: %m");
         unsigned n = m->conf.workers ?: (unsigned) sysconf(_SC_NPROCESSORS_ONLN);
-        r = workers_new(n, &m->workers);
+        r = workers_new(n, appraisal_run, &m->workers);
         if (r < 0)
                 return log_error_errno(r, "Cannot start %u hashing threads: %m", n);
         /* small files handed to the pool at a time: enough for batched

@@ -22,7 +22,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "appraisal.h"
 #include "macro.h"
 #include "pathfd.h"
 #include "thread.h"
@@ -51,6 +50,7 @@ struct Workers {
         List stage;
         size_t light;                   /* small jobs handed over and not yet taken back */
         Job *hashing[HASHING_BUCKETS];  /* jobs of inodes with nlink > 1 in the workers' hands */
+        workers_after_hash_fn after_hash;
         unsigned n;
         pthread_t threads[];
 };
@@ -199,7 +199,7 @@ static bool run(Workers *w, Job *j, DirCache *c) {
                 }
         }
         if (j->opt.read_ima_xattr && j->r >= 0)
-                appraisal_run(j); /* appraisal, and the ima-sig signature */
+                w->after_hash(j); /* appraisal, and the ima-sig signature */
         return true;
 }
 
@@ -316,12 +316,13 @@ static void *worker_main(void *arg) {
         return NULL;
 }
 
-int workers_new(unsigned n, Workers **ret) {
+int workers_new(unsigned n, workers_after_hash_fn after_hash, Workers **ret) {
         if (n == 0)
                 n = 1;
         Workers *w = calloc(1, sizeof(*w) + n * sizeof(pthread_t));
         if (!w)
                 return -ENOMEM;
+        w->after_hash = after_hash;
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->cond, NULL);
         w->efd = notify_new();

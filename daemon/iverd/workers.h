@@ -65,7 +65,12 @@ void job_free(Job *j); /* loop thread: drops the generation */
 
 typedef struct Workers Workers;
 
-int workers_new(unsigned n, Workers **ret);
+/* What a worker does after a job's hash when the job read security.ima
+ * (opt.read_ima_xattr), on the worker: the manager hands in appraisal_run
+ * (appraisal.h). */
+typedef void (*workers_after_hash_fn)(Job *j);
+
+int workers_new(unsigned n, workers_after_hash_fn after_hash, Workers **ret);
 Workers *workers_free(Workers *w);   /* joins the threads; pending jobs are dropped */
 int workers_eventfd(const Workers *w);
 /* Stage a job (pending.st.size tells a big file); staged jobs reach the
