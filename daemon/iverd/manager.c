@@ -518,6 +518,18 @@ static int setup_settings(Manager *m, const Overrides *o, IverdExit *ex) {
         return 0;
 }
 
+/* A signal the loop owns for its lifetime (floating: freed with the loop), named. */
+static int add_signal(Manager *m, int sig, sd_event_signal_handler_t handler, const char *description) {
+        sd_event_source *s = NULL;
+        int r = sd_event_add_signal(m->event, &s, sig, handler, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(s, description);
+        r = sd_event_source_set_floating(s, true);
+        sd_event_source_unref(s);
+        return r;
+}
+
 /* The check context, the event loop and its signals, the directories. */
 static int setup_loop(Manager *m, IverdExit *ex) {
         IverContextOptions co = {
@@ -543,9 +555,9 @@ static int setup_loop(Manager *m, IverdExit *ex) {
         sigaddset(&ss, SIGHUP);
         sigprocmask(SIG_BLOCK, &ss, NULL);
         (void) iver_measure_prepare_signals();
-        if ((r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m)) < 0 ||
-            (r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m)) < 0 ||
-            (r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m)) < 0)
+        if ((r = add_signal(m, SIGTERM, on_exit_signal, "signal-term")) < 0 ||
+            (r = add_signal(m, SIGINT, on_exit_signal, "signal-int")) < 0 ||
+            (r = add_signal(m, SIGHUP, on_sighup, "signal-hup")) < 0)
                 return log_error_errno(r, "Cannot watch signals: %m");
         return 0;
 }
@@ -600,9 +612,11 @@ static int setup_checks(Manager *m) {
         r = sd_event_add_io(m->event, &m->worker_source, workers_eventfd(m->h.workers), EPOLLIN, checker_workers_done, &m->h);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch the hashing threads: %m");
+        (void) sd_event_source_set_description(m->worker_source, "workers-done");
         r = sd_event_add_defer(m->event, &m->h.dispatch_source, checker_dispatch, &m->h);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the check dispatcher: %m");
+        (void) sd_event_source_set_description(m->h.dispatch_source, "check-dispatch");
         (void) sd_event_source_set_enabled(m->h.dispatch_source, SD_EVENT_OFF);
         if ((r = rest_setup(m)) < 0 || (r = fstrack_new(m->event, m->h.ctx, m->h.rest, &m->reports, &m->h.fstrack)) < 0 ||
             (r = mounts_new(m->event, m->h.fstrack, &m->reports, &m->mounts)) < 0 ||
@@ -733,11 +747,13 @@ int manager_start(Manager *m) {
         r = sd_event_add_time_relative(m->event, &m->status_timer, CLOCK_MONOTONIC, 1000000, 0, on_status_timer, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the status timer: %m");
+        (void) sd_event_source_set_description(m->status_timer, "status");
         if (m->h.conf.rescan_interval_usec > 0) {
                 r = sd_event_add_time_relative(m->event, &m->rescan_timer, CLOCK_MONOTONIC,
                                                m->h.conf.rescan_interval_usec, 0, on_rescan_timer, m);
                 if (r < 0)
                         return log_error_errno(r, "Cannot start the rescan timer: %m");
+                (void) sd_event_source_set_description(m->rescan_timer, "rescan");
         }
         r = persist_start_timer(m->persist, SNAPSHOT_INTERVAL_USEC);
         if (r < 0)
