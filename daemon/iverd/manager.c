@@ -29,6 +29,7 @@
 #include "recheck.h"
 #include "rest.h"
 #include "settings.h"
+#include "thread.h"
 #include "verbs.h"
 #include "walk.h"
 #include "watch.h"
@@ -328,9 +329,7 @@ void manager_maybe_settled(Manager *m) {
 static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         send_status(m);
-        uint64_t wd = 0;
-        if (sd_watchdog_enabled(0, &wd) > 0)
-                sd_notify(0, "WATCHDOG=1");
+        (void) worker_health_tick(&m->health, m->h.workers, now_usec()); /* WATCHDOG=1 while they progress */
         (void) sd_event_source_set_time_relative(s, 1000000);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
@@ -744,6 +743,7 @@ int manager_start(Manager *m) {
         int r = manager_rescan(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the initial scan: %m");
+        worker_health_init(&m->health, now_usec());
         r = sd_event_add_time_relative(m->event, &m->status_timer, CLOCK_MONOTONIC, 1000000, 0, on_status_timer, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the status timer: %m");

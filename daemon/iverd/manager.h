@@ -15,6 +15,7 @@
 #include "queue.h"
 #include "report.h"
 #include "settings.h"
+#include "worker-health.h"
 #include "workers.h"
 
 typedef struct Mounts Mounts;
@@ -38,6 +39,7 @@ typedef struct Manager {
         bool ready_sent;
         bool sweep_pending;             /* a full scan runs: sweep unseen entries when it settles */
         Persist *persist;               /* snapshots of cache and ledger (persist.h) */
+        WorkerHealth health;            /* the watchdog, fed while the workers progress */
 } Manager;
 
 /* Load settings and set up every component. On failure the reason is

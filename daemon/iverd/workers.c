@@ -43,6 +43,10 @@ struct Workers {
         pthread_cond_t cond;
         List stat, small, big, done;    /* under lock */
         unsigned big_running;           /* under lock */
+        /* worker health (under lock): statx and small batches in a worker's
+         * hands, and hand-offs finished so far (workers_owe_progress) */
+        unsigned quick_running;
+        uint64_t finished;
         unsigned big_max;
         bool stopping;
         int efd;
@@ -271,9 +275,12 @@ static void *worker_main(void *arg) {
                 if (w->stat.head) {
                         /* the loop waits for these to go on walking */
                         Job *j = take(&w->stat);
+                        w->quick_running++;
                         pthread_mutex_unlock(&w->lock);
                         stat_run(j->stat);
                         pthread_mutex_lock(&w->lock);
+                        w->quick_running--;
+                        w->finished++;
                         bool wake = !w->done.head;
                         append(&w->done, j);
                         if (wake)
@@ -289,6 +296,7 @@ static void *worker_main(void *arg) {
                         while (batch.n < want && w->small.head &&
                                w->small.head->pending.st.size <= BATCH_FILE_BYTES &&
                                batch.head->pending.st.size <= BATCH_FILE_BYTES);
+                        w->quick_running++;
                 } else {
                         append(&batch, take(&w->big));
                         w->big_running++;
@@ -304,6 +312,9 @@ static void *worker_main(void *arg) {
                 list_splice(&w->big, &grew);
                 if (big)
                         w->big_running--;
+                else
+                        w->quick_running--;
+                w->finished++;
                 if (w->big.head && w->big_running < w->big_max)
                         pthread_cond_signal(&w->cond); /* a big one may start now */
                 bool wake = !w->done.head;
@@ -476,6 +487,16 @@ void workers_flush(Workers *w) {
                 for (size_t i = 0; i < n; i++)
                         pthread_cond_signal(&w->cond);
         pthread_mutex_unlock(&w->lock);
+}
+
+bool workers_owe_progress(Workers *w, uint64_t *ret_finished) {
+        pthread_mutex_lock(&w->lock);
+        /* small files queued while every worker hashes a big one (one worker:
+         * big_max is 1) wait for it: no progress owed until one is free */
+        bool owe = w->quick_running > 0 || w->stat.head || (w->small.head && w->big_running < w->n);
+        *ret_finished = w->finished;
+        pthread_mutex_unlock(&w->lock);
+        return owe;
 }
 
 size_t workers_light(const Workers *w) {

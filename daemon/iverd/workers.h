@@ -103,3 +103,9 @@ int workers_measure_link(const char *path, const IverMeasureOptions *opt, IverMe
 /* Take all finished jobs (oldest first); clears the eventfd. */
 Job *workers_take_done(Workers *w);
 unsigned workers_count(const Workers *w);
+/* Worker health (the watchdog's question, loop thread): whether the pool owes
+ * progress now: a statx batch or small files (< 64 MiB) waiting or in a
+ * worker's hands, which the worker kept free of big files finishes within
+ * seconds; big files alone owe none (a hash may take minutes). *ret_finished:
+ * hand-offs (batches, big files) the workers finished so far. */
+bool workers_owe_progress(Workers *w, uint64_t *ret_finished);
