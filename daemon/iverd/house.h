@@ -12,7 +12,7 @@
 
 #include "iver/appraise.h"
 #include "iver/check.h"
-#include "iver/conf.h"
+#include "conf.h"
 #include "generation.h"
 #include "queue.h"
 #include "report.h"

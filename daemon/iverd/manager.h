@@ -7,7 +7,7 @@
 
 #include "iver/appraise.h"
 #include "iver/check.h"
-#include "iver/conf.h"
+#include "conf.h"
 #include "iver/policy.h"
 #include "exit-status.h"
 #include "generation.h"
