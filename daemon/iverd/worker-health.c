@@ -38,8 +38,6 @@ void worker_health_init(WorkerHealth *h, uint64_t now_usec) {
 
 bool worker_health_progressing(WorkerHealth *h, bool owe, uint64_t finished, uint64_t now_usec) {
         if (!owe || finished != h->finished) {
-                if (h->stalled)
-                        log_notice("Hashing workers progress again: feeding the watchdog");
                 h->finished = finished;
                 h->progress_usec = now_usec;
                 h->stalled = false;
@@ -47,10 +45,6 @@ bool worker_health_progressing(WorkerHealth *h, bool owe, uint64_t finished, uin
         }
         if (now_usec - h->progress_usec < h->bound_usec)
                 return true;
-        if (!h->stalled)
-                log_error("Hashing workers made no progress for %.1f s with small files or a statx batch waiting: "
-                          "not feeding the watchdog (%.1f s)",
-                          (double) (now_usec - h->progress_usec) / 1e6, (double) h->period_usec / 1e6);
         h->stalled = true;
         return false;
 }
@@ -60,8 +54,20 @@ bool worker_health_tick(WorkerHealth *h, Workers *w, uint64_t now_usec) {
                 return false; /* no watchdog: nothing to feed, nothing to decide */
         uint64_t finished;
         bool owe = workers_owe_progress(w, &finished);
-        if (!worker_health_progressing(h, owe, finished, now_usec))
+        bool was_stalled = h->stalled;
+        if (!worker_health_progressing(h, owe, finished, now_usec)) {
+                if (!was_stalled) {
+                        char held[1024];
+                        workers_held(w, held, sizeof(held));
+                        log_error("Hashing workers made no progress for %.1f s with files waiting for them "
+                                  "(at: %s): no longer feeding the watchdog (%.1f s)",
+                                  (double) (now_usec - h->progress_usec) / 1e6, held[0] ? held : "?",
+                                  (double) h->period_usec / 1e6);
+                }
                 return false;
+        }
+        if (was_stalled)
+                log_notice("Hashing workers progress again: feeding the watchdog");
         (void) sd_notify(0, "WATCHDOG=1");
         return true;
 }

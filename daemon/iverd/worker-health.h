@@ -22,6 +22,6 @@ void worker_health_init(WorkerHealth *h, uint64_t now_usec);
  * is late by less than bound_usec; else not, with one error line naming the
  * stall (the service manager then restarts iverd). Returns whether it fed. */
 bool worker_health_tick(WorkerHealth *h, Workers *w, uint64_t now_usec);
-/* The decision alone (worker_health_tick without the pool and the notify):
- * owe and finished as workers_owe_progress() returned them. */
+/* The decision alone (worker_health_tick without the pool, the log lines and
+ * the notify): owe and finished as workers_owe_progress() returned them. */
 bool worker_health_progressing(WorkerHealth *h, bool owe, uint64_t finished, uint64_t now_usec);

@@ -5,7 +5,8 @@
 # permission group of the test's (FAN_OPEN_PERM, never answered), so every
 # worker stalls in its first open while files wait. Asserted, against the real
 # daemon with WATCHDOG_USEC and NOTIFY_SOCKET read by the test:
-#  (a) WATCHDOG=1 stops (no ping for 2.5 s) and one error line names the stall;
+#  (a) WATCHDOG=1 stops (no ping for 2.5 s) and one error line names the stall
+#      and a file a worker is stuck at;
 #  (b) the group closed, the workers go on: pings resume within 5 s, and every
 #      file reaches the list.
 # Fails with a watchdog fed by the loop alone (pings every second throughout).
@@ -69,7 +70,7 @@ WATCHDOG_USEC=4000000 NOTIFY_SOCKET="$D/notify.sock" IVERD_LOG_STDERR=1 "$BUILD/
         --runtime-dir "$D/run" --state-dir "$D/state" --tpm none --on-access none >>"$D/iverd.log" 2>&1 &
 IVERD_PID=$!
 for _ in $(seq 300); do grep -q "made no progress" "$D/iverd.log" && break; sleep 0.05; done
-grep -q "made no progress" "$D/iverd.log" || fail "no stall line within 15 s"
+grep -q "made no progress.*at: [^)]*$D/tree/f" "$D/iverd.log" || fail "no stall line naming a held file within 15 s"
 grep "made no progress" "$D/iverd.log"
 sleep 3
 python3 - "$D/notify.log" <<'PY' || fail "WATCHDOG=1 went on while the workers were stalled"
