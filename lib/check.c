@@ -260,44 +260,85 @@ IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const Iver
         };
 }
 
+/* The measurement failed: vanished, forgotten; unreadable, what is on record no longer describes
+ * the file (it changed, or begin would not have asked). */
+static int finish_failed(IverContext *ctx, const char *path, int r, IverCheckOutcome *out) {
+        if (r == -ENOENT || r == -ENOTDIR)
+                iver_check_forget(ctx, path);
+        else
+                iver_check_invalidate(ctx, path);
+        out->result = IVER_CHECK_ERROR;
+        out->error = r;
+        return r;
+}
+
+/* Entries may have moved since begin (the loop ran other finishes): look the previous observation
+ * up again, for the file we hashed. iver_check_find_prev(), keeping both lookups for the put. */
+static uint32_t finish_find_prev(const IverContext *ctx, const IverStat *st, const char *path, size_t path_len,
+                                 IverEntry *ret_old, uint32_t *ret_by_inode, uint32_t *ret_by_path) {
+        uint32_t by_inode = iver_cache_find_inode(ctx->cache, st->dev, st->ino);
+        uint32_t by_path = iver_cache_find_path(ctx->cache, path, path_len);
+        uint32_t prev = by_path;
+        if (by_inode != IVER_CACHE_NONE) {
+                iver_cache_get(ctx->cache, by_inode, ret_old);
+                if (ret_old->id.gen == st->gen || !st->has_btime)
+                        prev = by_inode;
+        }
+        if (prev != by_inode && by_path != IVER_CACHE_NONE)
+                iver_cache_get(ctx->cache, by_path, ret_old);
+        *ret_by_inode = by_inode;
+        *ret_by_path = by_path;
+        return prev;
+}
+
+/* The cache entry that records this measurement. */
+static IverEntry finish_entry(const IverPending *pending, const IverMeasurement *m, const IverCookie *cookie,
+                              uint64_t shadow_atime, uint64_t shadow_mtime) {
+        const IverStat *st = &m->st;
+        IverEntry e = {
+                .id = iver_stat_identity(st),
+                .source = pending->source,
+                .version = cookie->version,
+                .size = st->size,
+                .atime = st->atime,
+                .mtime = st->mtime,
+                .ctime = st->ctime,
+                .mode = st->mode,
+                .uid = st->uid,
+                .gid = st->gid,
+                .shadow_atime = shadow_atime,
+                .shadow_mtime = shadow_mtime,
+                .digest = m->digest,
+        };
+        if (m->status == IVER_MEASURE_STABLE || m->status == IVER_MEASURE_PROVISIONAL) {
+                e.flags = IVER_ENTRY_MEASURED;
+                if (m->status == IVER_MEASURE_PROVISIONAL)
+                        e.flags |= IVER_ENTRY_PROVISIONAL;
+                if (iver_cookie_is_racy(cookie, m->started_at, IVER_COARSE_GRANULARITY_NS))
+                        e.flags |= IVER_ENTRY_RACY;
+        } else
+                e.flags = IVER_ENTRY_UNSTABLE;
+        return e;
+}
+
 int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pending, int r, const IverMeasurement *m,
                       IverCheckOutcome *out) {
         *out = (IverCheckOutcome) { .idx = IVER_CACHE_NONE, .id = iver_stat_identity(&pending->st),
                                     .owner = pending->st.uid, .reason = pending->reason };
 
-        if (r < 0) {
-                /* vanished: forgotten; unreadable: what is on record no longer
-                 * describes the file (it changed, or begin would not have asked) */
-                if (r == -ENOENT || r == -ENOTDIR)
-                        iver_check_forget(ctx, path);
-                else
-                        iver_check_invalidate(ctx, path);
-                out->result = IVER_CHECK_ERROR;
-                out->error = r;
-                return r;
-        }
+        if (r < 0)
+                return finish_failed(ctx, path, r, out);
         if (m->status == IVER_MEASURE_NOT_REGULAR) {
                 iver_check_forget(ctx, path);
                 out->result = IVER_CHECK_NOT_REGULAR;
                 return 0;
         }
 
-        /* Entries may have moved since begin (the loop ran other finishes):
-         * look the previous observation up again, for the file we hashed. */
         const IverStat *st = &m->st;
         size_t path_len = strlen(path);
         IverEntry old = { .digest.algo = _IVER_HASH_INVALID };
-        /* iver_check_find_prev(), keeping both lookups for the put */
-        uint32_t by_inode = iver_cache_find_inode(ctx->cache, st->dev, st->ino);
-        uint32_t by_path = iver_cache_find_path(ctx->cache, path, path_len);
-        uint32_t prev = by_path;
-        if (by_inode != IVER_CACHE_NONE) {
-                iver_cache_get(ctx->cache, by_inode, &old);
-                if (old.id.gen == st->gen || !st->has_btime)
-                        prev = by_inode;
-        }
-        if (prev != by_inode && by_path != IVER_CACHE_NONE)
-                iver_cache_get(ctx->cache, by_path, &old);
+        uint32_t by_inode, by_path;
+        uint32_t prev = finish_find_prev(ctx, st, path, path_len, &old, &by_inode, &by_path);
 
         uint64_t sa, sm;
         IverVerdict v = iver_ledger_judge(prev != IVER_CACHE_NONE, old.shadow_atime, old.shadow_mtime, true, st, &sa,
@@ -308,30 +349,7 @@ int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pen
                 changed = !iver_digest_equal(&old.digest, &m->digest);
 
         IverCookie cookie = iver_cookie_from_stat(pending->source, st);
-        IverEntry e = {
-                .id = iver_stat_identity(st),
-                .source = pending->source,
-                .version = cookie.version,
-                .size = st->size,
-                .atime = st->atime,
-                .mtime = st->mtime,
-                .ctime = st->ctime,
-                .mode = st->mode,
-                .uid = st->uid,
-                .gid = st->gid,
-                .shadow_atime = sa,
-                .shadow_mtime = sm,
-                .digest = m->digest,
-        };
-        if (have_digest) {
-                e.flags = IVER_ENTRY_MEASURED;
-                if (m->status == IVER_MEASURE_PROVISIONAL)
-                        e.flags |= IVER_ENTRY_PROVISIONAL;
-                if (iver_cookie_is_racy(&cookie, m->started_at, IVER_COARSE_GRANULARITY_NS))
-                        e.flags |= IVER_ENTRY_RACY;
-        } else
-                e.flags = IVER_ENTRY_UNSTABLE;
-
+        IverEntry e = finish_entry(pending, m, &cookie, sa, sm);
         uint32_t idx;
         r = iver_cache_put_found(ctx->cache, &e, path, path_len, by_path, by_inode, &idx);
         if (r < 0) {

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#include "iver/conf.h"
+#include "conf.h"
 #include "fileio.h"
 #include "macro.h"
 

@@ -511,12 +511,91 @@ static int read_selection(IverTpm *t, uint32_t pcr_mask, unsigned bank_mask, uin
         return 0;
 }
 
+/* The PCR selection the quote signs, and its text form ("sha256:10,11+sha1:10") into ret_text. */
+static void quote_selection(uint32_t pcr_mask, unsigned bank_mask, TPML_PCR_SELECTION *ret_sel, char *ret_text) {
+        char *s = ret_text;
+
+        for (IverHashAlgo a = 0; a < _IVER_HASH_MAX; a++) {
+                if (!(bank_mask & IVER_TPM_BANK(a)))
+                        continue;
+                TPMS_PCR_SELECTION *ps = &ret_sel->pcrSelections[ret_sel->count++];
+                ps->hash = bank_alg[a];
+                ps->sizeofSelect = 3;
+                ps->pcrSelect[0] = pcr_mask & 0xff;
+                ps->pcrSelect[1] = (pcr_mask >> 8) & 0xff;
+                ps->pcrSelect[2] = (pcr_mask >> 16) & 0xff;
+                s += sprintf(s, "%s%s:", s == ret_text ? "" : "+", iver_hash_algo_to_string(a));
+                bool first = true;
+                for (unsigned pcr = 0; pcr < PCR_MAX; pcr++)
+                        if (pcr_mask & (1u << pcr)) {
+                                s += sprintf(s, first ? "%u" : ",%u", pcr);
+                                first = false;
+                        }
+        }
+}
+
+/* The TPM lost its transient objects (restarted, or a resource manager flushed them) while our
+ * connection lived on: forget the stale AK and make it again. */
+static int ak_reload(IverTpm *t) {
+        (void) Esys_TR_Close(t->esys, &t->ak);
+        t->ak = ESYS_TR_NONE;
+        Esys_Free(t->ak_public);
+        t->ak_public = NULL;
+        return iver_tpm_ak_load(t);
+}
+
+/* Keep the attestation and its marshalled signature in q, replacing an earlier attempt's, and
+ * parse the attestation into ret_parsed. Takes (and frees) attest and sig. */
+static int quote_keep(IverTpm *t, IverTpmQuote *q, TPM2B_ATTEST *attest, TPMT_SIGNATURE *sig,
+                      TPMS_ATTEST *ret_parsed) {
+        size_t off = 0;
+        TSS2_RC rc, rc2;
+
+        free(q->msg);
+        free(q->sig);
+        free(q->pcrs);
+        q->pcrs = NULL;
+        q->msg = malloc(attest->size);
+        q->sig = malloc(sizeof(TPMT_SIGNATURE));
+        if (q->msg) {
+                memcpy(q->msg, attest->attestationData, attest->size);
+                q->msg_len = attest->size;
+        }
+        rc = q->sig ? Tss2_MU_TPMT_SIGNATURE_Marshal(sig, q->sig, sizeof(TPMT_SIGNATURE), &off) : 0;
+        q->sig_len = off;
+        rc2 = Tss2_MU_TPMS_ATTEST_Unmarshal(attest->attestationData, attest->size, NULL, ret_parsed);
+        Esys_Free(attest);
+        Esys_Free(sig);
+        if (!q->msg || !q->sig)
+                return -ENOMEM;
+        if (rc != TSS2_RC_SUCCESS)
+                return tss_error(t, rc, "TPMT_SIGNATURE_Marshal");
+        if (rc2 != TSS2_RC_SUCCESS)
+                return tss_error(t, rc2, "TPMS_ATTEST_Unmarshal");
+        return 0;
+}
+
+/* Read the quoted PCRs into q and say whether they hash to the digest the quote signed:
+ * 1 yes, 0 no (an extend came between), < 0 error. */
+static int quote_matches(IverTpm *t, IverTpmQuote *q, uint32_t pcr_mask, unsigned bank_mask,
+                         const TPMS_ATTEST *parsed) {
+        uint8_t h[32];
+        int r;
+
+        r = read_selection(t, pcr_mask, bank_mask, &q->pcrs, &q->pcrs_len);
+        if (r < 0)
+                return r;
+        if (EVP_Digest(q->pcrs, q->pcrs_len, h, NULL, EVP_sha256(), NULL) != 1)
+                return -EIO;
+        const TPM2B_DIGEST *qd = &parsed->attested.quote.pcrDigest;
+        return qd->size == sizeof(h) && memcmp(qd->buffer, h, sizeof(h)) == 0;
+}
+
 int iver_tpm_quote(IverTpm *t, uint32_t pcr_mask, unsigned bank_mask, const uint8_t *nonce, size_t nonce_len,
                    IverTpmQuote **ret) {
         TPML_PCR_SELECTION sel = {};
         TPMT_SIG_SCHEME scheme = { .scheme = TPM2_ALG_NULL };
         TPM2B_DATA qualifying = {};
-        char *s;
         int r;
 
         if (!t || pcr_mask == 0 || pcr_mask >= (1u << PCR_MAX) || nonce_len > sizeof(qualifying.buffer) ||
@@ -533,24 +612,7 @@ int iver_tpm_quote(IverTpm *t, uint32_t pcr_mask, unsigned bank_mask, const uint
         _cleanup_(iver_tpm_quote_freep) IverTpmQuote *q = calloc(1, sizeof(*q));
         if (!q)
                 return -ENOMEM;
-        s = q->selection;
-        for (IverHashAlgo a = 0; a < _IVER_HASH_MAX; a++) {
-                if (!(bank_mask & IVER_TPM_BANK(a)))
-                        continue;
-                TPMS_PCR_SELECTION *ps = &sel.pcrSelections[sel.count++];
-                ps->hash = bank_alg[a];
-                ps->sizeofSelect = 3;
-                ps->pcrSelect[0] = pcr_mask & 0xff;
-                ps->pcrSelect[1] = (pcr_mask >> 8) & 0xff;
-                ps->pcrSelect[2] = (pcr_mask >> 16) & 0xff;
-                s += sprintf(s, "%s%s:", s == q->selection ? "" : "+", iver_hash_algo_to_string(a));
-                bool first = true;
-                for (unsigned pcr = 0; pcr < PCR_MAX; pcr++)
-                        if (pcr_mask & (1u << pcr)) {
-                                s += sprintf(s, first ? "%u" : ",%u", pcr);
-                                first = false;
-                        }
-        }
+        quote_selection(pcr_mask, bank_mask, &sel, q->selection);
         qualifying.size = nonce_len;
         if (nonce_len > 0)
                 memcpy(qualifying.buffer, nonce, nonce_len);
@@ -561,56 +623,26 @@ int iver_tpm_quote(IverTpm *t, uint32_t pcr_mask, unsigned bank_mask, const uint
                 TPM2B_ATTEST *attest = NULL;
                 TPMT_SIGNATURE *sig = NULL;
                 TPMS_ATTEST parsed;
-                uint8_t h[32];
-                size_t off = 0;
                 TSS2_RC rc;
 
                 rc = Esys_Quote(t->esys, t->ak, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &qualifying,
                                 &scheme, &sel, &attest, &sig);
                 if ((rc & 0xfff) == (TPM2_RC_REFERENCE_H0 & 0xfff) && attempt == 0) {
-                        /* The TPM lost its transient objects (restarted, or a
-                         * resource manager flushed them) while our connection
-                         * lived on: forget the stale AK, make it again, retry. */
-                        (void) Esys_TR_Close(t->esys, &t->ak);
-                        t->ak = ESYS_TR_NONE;
-                        Esys_Free(t->ak_public);
-                        t->ak_public = NULL;
-                        int r2 = iver_tpm_ak_load(t);
-                        if (r2 < 0)
-                                return r2;
+                        /* A stale AK: make it again and retry, once. */
+                        r = ak_reload(t);
+                        if (r < 0)
+                                return r;
                         continue;
                 }
                 if (rc != TSS2_RC_SUCCESS)
                         return tss_error(t, rc, "Quote");
-                free(q->msg);
-                free(q->sig);
-                free(q->pcrs);
-                q->pcrs = NULL;
-                q->msg = malloc(attest->size);
-                q->sig = malloc(sizeof(TPMT_SIGNATURE));
-                if (q->msg) {
-                        memcpy(q->msg, attest->attestationData, attest->size);
-                        q->msg_len = attest->size;
-                }
-                rc = q->sig ? Tss2_MU_TPMT_SIGNATURE_Marshal(sig, q->sig, sizeof(TPMT_SIGNATURE), &off) : 0;
-                q->sig_len = off;
-                TSS2_RC rc2 = Tss2_MU_TPMS_ATTEST_Unmarshal(attest->attestationData, attest->size, NULL, &parsed);
-                Esys_Free(attest);
-                Esys_Free(sig);
-                if (!q->msg || !q->sig)
-                        return -ENOMEM;
-                if (rc != TSS2_RC_SUCCESS)
-                        return tss_error(t, rc, "TPMT_SIGNATURE_Marshal");
-                if (rc2 != TSS2_RC_SUCCESS)
-                        return tss_error(t, rc2, "TPMS_ATTEST_Unmarshal");
-
-                r = read_selection(t, pcr_mask, bank_mask, &q->pcrs, &q->pcrs_len);
+                r = quote_keep(t, q, attest, sig, &parsed);
                 if (r < 0)
                         return r;
-                if (EVP_Digest(q->pcrs, q->pcrs_len, h, NULL, EVP_sha256(), NULL) != 1)
-                        return -EIO;
-                const TPM2B_DIGEST *qd = &parsed.attested.quote.pcrDigest;
-                if (qd->size == sizeof(h) && memcmp(qd->buffer, h, sizeof(h)) == 0)
+                r = quote_matches(t, q, pcr_mask, bank_mask, &parsed);
+                if (r < 0)
+                        return r;
+                if (r > 0)
                         break;
                 if (attempt >= 4)
                         return -EAGAIN;

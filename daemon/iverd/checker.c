@@ -20,7 +20,7 @@
 #include "evidence.h"
 #include "fstrack.h"
 #include "log.h"
-#include "manager.h"
+#include "house.h"
 #include "onaccess.h"
 #include "pathfd.h"
 #include "recheck.h"
@@ -35,7 +35,7 @@ unsigned checker_use_jobs(void) {
         return use_jobs;
 }
 
-void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d, IverHashAlgo algo, const char *what) {
+void checker_violation(House *m, const char *path, const IverPolicyDecision *d, IverHashAlgo algo, const char *what) {
         m->violations++;
         log_violation(path, what);
         if (m->evidence && d) {
@@ -44,13 +44,13 @@ void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d
         }
 }
 
-static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+static void list_now(House *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
                      const uint8_t *sig, size_t sig_len, bool use);
 
 /* A held digest is not listed yet: a use lists it at once (checker_use
  * asks rest.c on every path that finds the content on record), and a
  * snapshot marks it stale (persist.c), so a restart measures it again. */
-static void hold(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+static void hold(House *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
                  const uint8_t *sig, size_t sig_len) {
         if (rest_offer(m->rest, path, o, d, audit, sig, sig_len) < 0) /* no memory to hold it: listed now */
                 list_now(m, path, o, d, audit, sig, sig_len, false);
@@ -59,7 +59,7 @@ static void hold(Manager *m, const char *path, const IverCheckOutcome *o, const 
 /* A hit after a cookie move proven unwritten: a rename (or a new link) of a
  * listed file is listed under its new name once that has come to rest, or
  * now when it is used by that name. */
-static void offer_renamed(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
+static void offer_renamed(House *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
                           bool audit, bool use) {
         char p[IVER_CACHE_PATH_MAX];
         if (o->idx == IVER_CACHE_NONE)
@@ -73,12 +73,12 @@ static void offer_renamed(Manager *m, const char *path, const IverCheckOutcome *
                 hold(m, path, o, d, audit, NULL, 0);
 }
 
-void checker_rested(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+void checker_rested(House *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
                     const uint8_t *sig, size_t sig_len, bool use) {
         list_now(m, path, o, d, audit, sig, sig_len, use);
 }
 
-static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+static void list_now(House *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
                      const uint8_t *sig, size_t sig_len, bool use) {
         m->measurements++;
         log_measurement(path, o, audit);
@@ -89,7 +89,7 @@ static void list_now(Manager *m, const char *path, const IverCheckOutcome *o, co
  * entry, with one name, per inode): the inode is not hashed again, but this
  * name is listed under its own name like any measured name, once (the list's
  * dedup by template digest makes a name already listed cost one lookup). */
-static void list_other_name(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
+static void list_other_name(House *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
                             bool audit, bool use) {
         uint8_t sig[2048];
         ssize_t n = 0;
@@ -106,7 +106,7 @@ static void list_other_name(Manager *m, const char *path, const IverCheckOutcome
 
 /* use: the check was made for an exec or open waiting on it (on-access).
  * dec: the decision the check was made under. */
-static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome *o, const IverDecision *dec,
+static void handle_outcome(House *m, const char *path, const IverCheckOutcome *o, const IverDecision *dec,
                            const uint8_t *sig, size_t sig_len, bool use) {
         const IverPolicyDecision *d = dec->measure ? &dec->d : NULL;
         /* A provisional result (no read lease: open writers) may be of no
@@ -179,7 +179,7 @@ static void handle_outcome(Manager *m, const char *path, const IverCheckOutcome 
  * size), for a use (func; IVER_FUNC_NONE: none): func= and mask= rules say
  * which uses they check (an open, as fanotify shows it, is a read: the
  * opener's access mode is not in the event). */
-static IverFileAttr file_attr_use(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid,
+static IverFileAttr file_attr_use(House *m, const char *path, const IverStat *st, uint32_t subject_uid,
                                   IverPolicyFunc func) {
         IverCookieTable *t = iver_context_cookies(m->ctx);
         if (path)
@@ -196,11 +196,11 @@ static IverFileAttr file_attr_use(Manager *m, const char *path, const IverStat *
         };
 }
 
-static IverFileAttr file_attr(Manager *m, const char *path, const IverStat *st, uint32_t subject_uid) {
+static IverFileAttr file_attr(House *m, const char *path, const IverStat *st, uint32_t subject_uid) {
         return file_attr_use(m, path, st, subject_uid, IVER_FUNC_NONE);
 }
 
-bool checker_decide(Manager *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
+bool checker_decide(House *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
                     IverDecision *ret) {
         IverFileAttr attr = file_attr(m, path, st, subject_uid);
         iver_check_decide(g->policy, path, &attr, g->hash, ret);
@@ -209,7 +209,7 @@ bool checker_decide(Manager *m, const Generation *g, const char *path, const Ive
 
 /* A job carries what was decided at dispatch and the generation it was
  * decided under, to its finish: a reload meanwhile changes neither. */
-static void job_decided(Manager *m, Job *j, const IverDecision *dec) {
+static void job_decided(House *m, Job *j, const IverDecision *dec) {
         j->gen = generation_ref(m->gen);
         j->dec = *dec;
 }
@@ -221,7 +221,7 @@ static void job_decided(Manager *m, Job *j, const IverDecision *dec) {
  * here (hit, not measured) or, walked, was handed to a worker or joined a
  * pending check of path; false when the queue must take it (dispatch: in a
  * worker's hands). */
-static bool check_observed(Manager *m, const char *path, const IverStat *st, int64_t st_at, bool walked) {
+static bool check_observed(House *m, const char *path, const IverStat *st, int64_t st_at, bool walked) {
         IverCheckOutcome o;
         IverPending p;
         int r;
@@ -287,7 +287,7 @@ static bool check_observed(Manager *m, const char *path, const IverStat *st, int
  * marked name that can never be a measured one ("alias:DEV:INO:path", not
  * absolute): a name seen through another namespace never borrows the
  * measured name that iverd's namespace gives another inode. */
-static const char *use_name(Manager *m, const IverStat *st, const char *path, char *buf, size_t n) {
+static const char *use_name(House *m, const IverStat *st, const char *path, char *buf, size_t n) {
         IverCache *c = iver_context_cache(m->ctx);
         uint32_t idx = iver_cache_find_inode(c, st->dev, st->ino);
         if (idx != IVER_CACHE_NONE) {
@@ -303,7 +303,7 @@ static const char *use_name(Manager *m, const IverStat *st, const char *path, ch
         return buf;
 }
 
-void checker_unchecked_use(Manager *m, const char *path, uint32_t dev, uint64_t ino, bool exec, const char *what) {
+void checker_unchecked_use(House *m, const char *path, uint32_t dev, uint64_t ino, bool exec, const char *what) {
         static const IverPolicyDecision any = {
                 .matched = true, .action = IVER_ACTION_MEASURE, .pcr = IVER_POLICY_PCR_UNSET,
                 .hash = _IVER_HASH_INVALID, .template_ = _IVER_IMA_TEMPLATE_INVALID,
@@ -330,7 +330,7 @@ void checker_unchecked_use(Manager *m, const char *path, uint32_t dev, uint64_t 
         checker_violation(m, path, &any, m->gen->hash, what);
 }
 
-bool checker_dir_measured(Manager *m, const char *dir) {
+bool checker_dir_measured(House *m, const char *dir) {
         char probe[PATH_MAX + 16];
         struct statfs sf;
         snprintf(probe, sizeof(probe), "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, "iverd-probe");
@@ -375,7 +375,7 @@ static uint32_t process_uid(int pid) {
  * the name it was measured under (no readlink of the fd: the cache knows the
  * name). Not when a rule looks at the user (uid=): its decision needs the
  * process. */
-static bool on_record(Manager *m, const IverStat *st, bool exec) {
+static bool on_record(House *m, const IverStat *st, bool exec) {
         IverCache *c = iver_context_cache(m->ctx);
         uint32_t idx = S_ISREG(st->mode) ? iver_cache_find_inode(c, st->dev, st->ino) : IVER_CACHE_NONE;
         char p[IVER_CACHE_PATH_MAX];
@@ -388,22 +388,64 @@ static bool on_record(Manager *m, const IverStat *st, bool exec) {
         return iver_check_peek(m->ctx, st, dec.algo);
 }
 
-bool checker_use_cached(Manager *m, const IverStat *st, bool exec) {
+bool checker_use_cached(House *m, const IverStat *st, bool exec) {
         IverIdentity id = iver_stat_identity(st);
         /* writes to it are seen by the tracker's group (the thread looks at
          * its queue), its digest is on record, and not held back from the list */
         return fstrack_tracks(m->fstrack, st->dev) && on_record(m, st, exec) && !rest_holds(m->rest, &id);
 }
 
-void checker_uses_commit(Manager *m) {
+void checker_uses_commit(House *m) {
         (void) evidence_commit(m->evidence);
 }
 
-int checker_track_fd(Manager *m) {
+int checker_track_fd(House *m) {
         return fstrack_fd(m->fstrack);
 }
 
-int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *u) {
+/* kernel IMA's open_writers: what is used (run, or read by an interpreter)
+ * may not be what any digest on record says; measure it (provisionally) now
+ * and hold the use for it: the provisional digest is listed, followed by an
+ * open_writers entry (handle_outcome). An open may be the writer's own (the
+ * event does not say): it waits for one hash, bounded. */
+static void use_open_writers(House *m, const char *path, bool exec, const IverPolicyDecision *d, IverHashAlgo algo) {
+        if (exec) {
+                (void) recheck_add(m->recheck, path); /* one violation for this episode */
+                checker_violation(m, path, d, algo, "open_writers: executed while open for write");
+        }
+        iver_check_invalidate(m->ctx, path);
+}
+
+/* Hash the used file on a worker, ahead of queued checks; the use waits for it
+ * (waiter). Returns 1, or -ENOMEM with the path queued for an ordinary check. */
+static int use_submit(House *m, int fd, const char *path, uint64_t waiter, const IverDecision *dec,
+                      const IverPending *p) {
+        Job *j = calloc(1, sizeof(*j));
+        char *copy = strdup(path);
+        int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (!j || !copy || dup < 0) {
+                free(j);
+                free(copy);
+                if (dup >= 0)
+                        close(dup);
+                house_queue(m, path);
+                return -ENOMEM;
+        }
+        j->path = copy;
+        job_decided(m, j, dec);
+        j->by_fd = true;
+        j->fd = dup; /* the very file being used, whatever the path names by now */
+        j->waiter = waiter;
+        j->pending = *p;
+        j->opt = iver_check_measure_options(m->ctx, p);
+        /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
+        j->opt.read_ima_xattr = dec->flags & IVER_CHECK_SIGNATURE_BOUND;
+        use_jobs++;
+        workers_submit_first(m->workers, j);
+        return 1;
+}
+
+int checker_use(House *m, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *u) {
         IverStat st;
         IverPending p;
         IverCheckOutcome o;
@@ -441,53 +483,20 @@ int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64
                 return 0;
         *u = (CheckerUse) { .d = dec.d, .measure = dec.measure, .algo = dec.algo };
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
-        if (open_for_write(fd) && path[0] == '/') {
-                /* kernel IMA's open_writers: what is used (run, or read by an
-                 * interpreter) may not be what any digest on record says;
-                 * measure it (provisionally) now and hold the use for it: the
-                 * provisional digest is listed, followed by an open_writers
-                 * entry (handle_outcome). An open may be the writer's own (the
-                 * event does not say): it waits for one hash, bounded. */
-                if (exec) {
-                        (void) recheck_add(m->recheck, path); /* one violation for this episode */
-                        checker_violation(m, path, d, u->algo, "open_writers: executed while open for write");
-                }
-                iver_check_invalidate(m->ctx, path);
-        }
+        if (open_for_write(fd) && path[0] == '/')
+                use_open_writers(m, path, exec, d, u->algo);
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, dec.algo, dec.flags, &p, &o);
         if (r <= 0) {
                 handle_outcome(m, path, &o, &dec, NULL, 0, true);
                 (void) evidence_commit(m->evidence); /* the use goes on: what it runs is on disk */
                 return 0;
         }
-        Job *j = calloc(1, sizeof(*j));
-        char *copy = strdup(path);
-        int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (!j || !copy || dup < 0) {
-                free(j);
-                free(copy);
-                if (dup >= 0)
-                        close(dup);
-                manager_queue(m, path);
-                return -ENOMEM;
-        }
-        j->path = copy;
-        job_decided(m, j, &dec);
-        j->by_fd = true;
-        j->fd = dup; /* the very file being used, whatever the path names by now */
-        j->waiter = waiter;
-        j->pending = p;
-        j->opt = iver_check_measure_options(m->ctx, &p);
-        /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
-        j->opt.read_ima_xattr = dec.flags & IVER_CHECK_SIGNATURE_BOUND;
-        use_jobs++;
-        workers_submit_first(m->workers, j);
-        return 1;
+        return use_submit(m, fd, path, waiter, &dec, &p);
 }
 
 /* Check one queued path on the loop thread. Returns true when finished here
  * (hit, not measured, error), false when handed to a worker. */
-static bool check_path(Manager *m, const char *path) {
+static bool check_path(House *m, const char *path) {
         IverStat st;
         int64_t at = iver_now_ns();
         int r = path_context_stat(m->ctx, path, &st);
@@ -504,20 +513,20 @@ static bool check_path(Manager *m, const char *path) {
         return check_observed(m, path, &st, at, false);
 }
 
-bool checker_scan_observed(Manager *m, const char *path, const IverStat *st, int64_t st_at) {
+bool checker_scan_observed(House *m, const char *path, const IverStat *st, int64_t st_at) {
         return check_observed(m, path, st, st_at, true);
 }
 
-bool checker_has_room(const Manager *m) {
+bool checker_has_room(const House *m) {
         return workers_light(m->workers) < m->max_inflight;
 }
 
-bool checker_window_low(const Manager *m) {
+bool checker_window_low(const House *m) {
         return workers_light(m->workers) <= m->max_inflight / 2;
 }
 
 int checker_dispatch(sd_event_source *s, void *userdata) {
-        Manager *m = userdata;
+        House *m = userdata;
         const char *path;
         fstrack_sync(m->fstrack); /* events before these checks' statx flag the entries they replace */
         for (unsigned n = 0; n < DISPATCH_BATCH && workers_light(m->workers) < m->max_inflight; n++) {
@@ -531,13 +540,13 @@ int checker_dispatch(sd_event_source *s, void *userdata) {
         (void) evidence_flush(m->evidence); /* what finished here (symlinks) */
         if (queue_queued(m->queue) > 0 && workers_light(m->workers) < m->max_inflight)
                 (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        manager_maybe_settled(m);
+        house_maybe_settled(m);
         return 0;
 }
 
 /* The appraisal verdict of a finished job: counted; anything but valid is
  * a violation (journal, audit, flag on the entry for list --violations). */
-static void handle_appraisal(Manager *m, const Job *j, const IverCheckOutcome *o) {
+static void handle_appraisal(House *m, const Job *j, const IverCheckOutcome *o) {
         if (!j->dec.appraise || o->result != IVER_CHECK_MEASURED || o->provisional)
                 return;
         if (j->appraise_r == -ESTALE) {
@@ -569,7 +578,7 @@ static void handle_appraisal(Manager *m, const Job *j, const IverCheckOutcome *o
  * the version hashed has other ones (owner, mode, size, filesystem: it
  * changed in between), they are made again for it, under the job's own
  * generation. Rare: one compare otherwise. */
-static void job_hashed_version(Manager *m, Job *j, const IverCheckOutcome *o) {
+static void job_hashed_version(House *m, Job *j, const IverCheckOutcome *o) {
         if (o->result != IVER_CHECK_MEASURED)
                 return;
         const IverStat *st = &j->m.st;
@@ -594,7 +603,7 @@ static void job_hashed_version(Manager *m, Job *j, const IverCheckOutcome *o) {
  * on the digest just recorded (listed under this name); hashed after all when
  * the entry cannot vouch for it (the leader failed, was provisional, or the
  * inode changed). */
-static void follower_done(Manager *m, Job *f) {
+static void follower_done(House *m, Job *f) {
         IverPending p;
         IverCheckOutcome o;
         int r = iver_check_begin_stat(m->ctx, AT_FDCWD, f->path, &f->pending.st, f->pending.algo, f->dec.flags, &p,
@@ -615,7 +624,7 @@ static void follower_done(Manager *m, Job *f) {
 }
 
 int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Manager *m = userdata;
+        House *m = userdata;
         bool uses = false;
         for (Job *j = workers_take_done(m->workers), *next; j; j = next) {
                 next = j->next;
@@ -665,7 +674,7 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
         onaccess_flushed(m->onaccess); /* after the commit: the entry is in the list file */
         (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_ONESHOT);
         walk_resume(m->walk);
-        manager_maybe_settled(m);
+        house_maybe_settled(m);
         return 0;
 }
 

@@ -9,7 +9,7 @@
 #include "iver/policy.h"
 #include "generation.h"
 
-typedef struct Manager Manager;
+#include "house.h"
 
 /* Defer source: take queued paths while workers have room; hits and files
  * the policy does not measure finish here, misses go to the pool. */
@@ -19,7 +19,7 @@ int checker_dispatch(sd_event_source *s, void *userdata);
  * attributes (the one decision, for checks and explain). False: neither
  * measured nor appraised, or a pseudo filesystem's file (proc, sysfs…: never
  * hashed, whatever the policy says; lib/pseudofs.h). */
-bool checker_decide(Manager *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
+bool checker_decide(House *m, const Generation *g, const char *path, const IverStat *st, uint32_t subject_uid,
                     IverDecision *ret);
 /* The walker's fast path for a file a scan found (full path path), with the
  * walk's statx of it relative to its open directory (st, taken at st_at,
@@ -27,12 +27,12 @@ bool checker_decide(Manager *m, const Generation *g, const char *path, const Ive
  * statx (a queue node in flight, so events meanwhile coalesce into it).
  * Returns true when done (the usual unchanged file) or handed over; false
  * when the file must go through the queue. */
-bool checker_scan_observed(Manager *m, const char *path, const IverStat *st, int64_t st_at);
+bool checker_scan_observed(House *m, const char *path, const IverStat *st, int64_t st_at);
 /* Whether the pool takes more small files now (the in-flight window). */
-bool checker_has_room(const Manager *m);
+bool checker_has_room(const House *m);
 /* Whether it is at most half full: the walk resumes then, to hand over many
  * files per wake-up rather than a few. */
-bool checker_window_low(const Manager *m);
+bool checker_window_low(const House *m);
 /* Worker eventfd: finish the jobs the pool has done. */
 int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
@@ -51,30 +51,30 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
  * measure or appraise it (answer now); 1 when a measurement was submitted
  * ahead of other work (answer at onaccess_job_done(waiter)); -errno when the
  * file cannot be looked at (answer now). */
-int checker_use(Manager *m, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *ret);
+int checker_use(House *m, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *ret);
 /* Whether a use (exec, or open) of the version st of a file is answered
  * from the record with nothing to do: on record unchanged under the one
  * decision, no held entry to list, writes to it tracked by the change
  * tracker's group (onaccess-fast.c publishes such uses to its thread). */
-bool checker_use_cached(Manager *m, const IverStat *st, bool exec);
+bool checker_use_cached(House *m, const IverStat *st, bool exec);
 /* The list entries staged so far are committed (a use goes on). */
-void checker_uses_commit(Manager *m);
+void checker_uses_commit(House *m);
 /* The change tracker's fanotify group, or -1. */
-int checker_track_fd(Manager *m);
+int checker_track_fd(House *m);
 /* A violation: counted, journal + audit (cause what), and a violation entry
  * in the list when d (a measure rule) is given. */
-void checker_violation(Manager *m, const char *path, const IverPolicyDecision *d, IverHashAlgo algo, const char *what);
+void checker_violation(House *m, const char *path, const IverPolicyDecision *d, IverHashAlgo algo, const char *what);
 /* On-access measurements in flight (settle and reload count them). */
 unsigned checker_use_jobs(void);
 /* Whether a regular file directly in dir may be measured or appraised (a
  * policy probe with a neutral file): on-access marks only such filesystems. */
-bool checker_dir_measured(Manager *m, const char *dir);
+bool checker_dir_measured(House *m, const char *dir);
 /* A use allowed without a check (on-access could not hold it): a
  * violation entry (cause what) under the name iverd holds for the inode
  * (dev, ino; 0: unknown), else path, else "unchecked:exec|open"; none when
  * the file is known and no rule measures or appraises it. */
-void checker_unchecked_use(Manager *m, const char *path, uint32_t dev, uint64_t ino, bool exec, const char *what);
+void checker_unchecked_use(House *m, const char *path, uint32_t dev, uint64_t ino, bool exec, const char *what);
 /* A digest held until its name came to rest (rest.h) is listed now under
  * path (use: because it is used): the callback of rest.c. */
-void checker_rested(Manager *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
+void checker_rested(House *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
                     const uint8_t *sig, size_t sig_len, bool use);

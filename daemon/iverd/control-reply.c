@@ -95,8 +95,11 @@ static void conn_send_later(Conn *c) {
         c->io = NULL;
         /* the reply goes out without blocking the loop; a peer that does not
          * read is dropped by the timer */
-        if (sd_event_add_io(c->control->event, &c->io, c->fd, EPOLLOUT, on_conn_writable, c) < 0)
+        if (sd_event_add_io(c->control->event, &c->io, c->fd, EPOLLOUT, on_conn_writable, c) < 0) {
                 conn_free(c);
+                return;
+        }
+        (void) sd_event_source_set_description(c->io, "control-conn-reply");
 }
 
 void conn_reply(Conn *c, json_object *reply) {
@@ -157,6 +160,7 @@ uint64_t conn_park(Conn *c, uint64_t timeout_usec) {
         if (sd_event_add_time_relative(c->control->event, &c->timer, CLOCK_MONOTONIC, timeout_usec, 0,
                                        on_conn_timeout, c) < 0)
                 return 0;
+        (void) sd_event_source_set_description(c->timer, "control-conn-parked");
         return c->id;
 }
 

@@ -179,6 +179,8 @@ static void accept_pause(Control *ctl, int error) {
                 if (sd_event_add_time_relative(ctl->event, &ctl->pause, CLOCK_MONOTONIC, ACCEPT_PAUSE_USEC, 0,
                                                on_accept_pause_end, ctl) < 0)
                         (void) sd_event_source_set_enabled(ctl->source, SD_EVENT_ON); /* better a spin than deaf */
+                else
+                        (void) sd_event_source_set_description(ctl->pause, "control-accept-pause");
                 return;
         }
         (void) sd_event_source_set_time_relative(ctl->pause, ACCEPT_PAUSE_USEC);
@@ -259,8 +261,12 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 /* ERANGE (more than 64 groups): only the primary group counts */
                 if (sd_event_add_io(ctl->event, &c->io, cfd, EPOLLIN, on_conn_readable, c) < 0 ||
                     sd_event_add_time_relative(ctl->event, &c->timer, CLOCK_MONOTONIC, REQUEST_TIMEOUT_USEC, 0,
-                                               on_conn_timeout, c) < 0)
+                                               on_conn_timeout, c) < 0) {
                         conn_free(c);
+                        continue;
+                }
+                (void) sd_event_source_set_description(c->io, "control-conn");
+                (void) sd_event_source_set_description(c->timer, "control-conn-timeout");
         }
         return 0;
 }
@@ -344,6 +350,7 @@ int control_new(sd_event *event, const char *path, uint64_t gid_stats, const Con
                 control_free(c);
                 return r;
         }
+        (void) sd_event_source_set_description(c->source, "control-socket");
         *ret = c;
         return 0;
 }

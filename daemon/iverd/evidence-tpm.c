@@ -202,8 +202,10 @@ int evidence_quote(Evidence *e, const uint8_t *nonce, size_t nonce_len, unsigned
         w->done = done;
         w->userdata = userdata;
         r = sd_event_add_time_relative(e->event, &w->timer, CLOCK_MONOTONIC, QUOTE_TIMEOUT_USEC, 0, on_quote_timeout, w);
-        if (r >= 0)
+        if (r >= 0) {
+                (void) sd_event_source_set_description(w->timer, "quote-timeout");
                 r = tpm_thread_quote(e->tpm, w->tag, bank_mask, nonce, nonce_len);
+        }
         if (r < 0) {
                 sd_event_source_disable_unref(w->timer);
                 free(w);

@@ -187,6 +187,9 @@ int evidence_new(sd_event *event, const Reports *reports, const IverConf *conf, 
                 log_error_errno(r, "Cannot set up the measurement list timers: %m");
                 goto fail;
         }
+        (void) sd_event_source_set_description(e->relist, "list-relist");
+        (void) sd_event_source_set_description(e->commit, "list-group-commit");
+        (void) sd_event_source_set_description(e->churn_timer, "list-churn-tick");
         (void) sd_event_source_set_enabled(e->relist, SD_EVENT_OFF);
         (void) sd_event_source_set_enabled(e->commit, SD_EVENT_OFF);
         if (e->tpm_none) {
@@ -210,6 +213,7 @@ int evidence_new(sd_event *event, const Reports *reports, const IverConf *conf, 
                 log_error_errno(r, "Cannot set up the TPM thread: %m");
                 goto fail;
         }
+        (void) sd_event_source_set_description(e->tpm_io, "tpm-thread");
 sync:
         r = list_sync_new(iver_imalog_file_fd(e->file), e->tpm, &e->sync);
         if (r >= 0)
@@ -218,6 +222,7 @@ sync:
                 log_error_errno(r, "Cannot start the measurement list's sync thread: %m");
                 goto fail;
         }
+        (void) sd_event_source_set_description(e->sync_io, "list-sync");
         *ret = e;
         return 0;
 fail:

@@ -4,7 +4,7 @@
 #include <stdbool.h>
 
 #include "iver/check.h"
-#include "iver/conf.h"
+#include "conf.h"
 #include "iver/imalog.h"
 #include "iver/policy.h"
 #include "iver/tpm.h"

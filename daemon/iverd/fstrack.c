@@ -312,6 +312,8 @@ void fstrack_overflowed(FsTrack *t) {
                 (void) sd_event_source_set_enabled(t->rescan_timer, SD_EVENT_ONESHOT);
         } else if (sd_event_add_time(t->event, &t->rescan_timer, CLOCK_MONOTONIC, at, 0, on_rescan_timer, t) < 0)
                 overflow_rescan(t); /* no timer: rescan now rather than never */
+        else
+                (void) sd_event_source_set_description(t->rescan_timer, "fstrack-overflow-rescan");
 }
 
 void fstrack_policy_changed(FsTrack *t) {

@@ -13,6 +13,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "appraisal.h"
 #include "checker.h"
 #include "control.h"
 #include "evidence.h"
@@ -28,11 +29,18 @@
 #include "recheck.h"
 #include "rest.h"
 #include "settings.h"
+#include "thread.h"
 #include "verbs.h"
 #include "walk.h"
 #include "watch.h"
 
 #define SNAPSHOT_INTERVAL_USEC (60ULL * 1000000ULL)
+
+/* What the rooms below see of the manager (house.h): its first member. */
+static House *house_of(void *userdata) {
+        Manager *m = userdata;
+        return &m->h;
+}
 
 /* ---- what the components report (report.h) ---- */
 
@@ -51,7 +59,7 @@ static bool on_report_dir_wanted(void *userdata, const char *dir) {
 static void on_report_new_dir(void *userdata, const char *dir) {
         Manager *m = userdata;
         if (manager_dir_wanted(m, dir))
-                (void) walk_add(m->walk, dir);
+                (void) walk_add(m->h.walk, dir);
 }
 
 /* A mount at dir appeared or left: what is visible there changed. */
@@ -60,9 +68,9 @@ static void on_report_changed_below(void *userdata, const char *dir) {
         if (!manager_dir_wanted(m, dir))
                 return;
         log_info("What is visible at %s changed (a mount, an overlay layer): rescanning it", dir);
-        (void) walk_add(m->walk, dir);
+        (void) walk_add(m->h.walk, dir);
         /* cached files below it may be hidden or gone now: check each (ENOENT drops it) */
-        IverCache *c = iver_context_cache(m->ctx);
+        IverCache *c = iver_context_cache(m->h.ctx);
         size_t len = strlen(dir);
         bool root = strcmp(dir, "/") == 0;
         char p[IVER_CACHE_PATH_MAX];
@@ -83,16 +91,16 @@ static void on_report_settled(void *userdata) {
 
 static void on_report_dir_entered(void *userdata, int dirfd, const char *dir) {
         Manager *m = userdata;
-        watch_add_fd(m->watch, dirfd, dir);
-        onaccess_add(m->onaccess, dir);
+        watch_add_fd(m->h.watch, dirfd, dir);
+        onaccess_add(m->h.onaccess, dir);
 }
 
 static bool on_report_file_found(void *userdata, const char *path, const IverStat *st, int64_t st_at) {
-        return checker_scan_observed(userdata, path, st, st_at);
+        return checker_scan_observed(house_of(userdata), path, st, st_at);
 }
 
 static bool on_report_has_room(void *userdata, bool refill) {
-        return refill ? checker_window_low(userdata) : checker_has_room(userdata);
+        return refill ? checker_window_low(house_of(userdata)) : checker_has_room(house_of(userdata));
 }
 
 static void on_report_unmeasurable(void *userdata, const char *path, int error) {
@@ -101,7 +109,7 @@ static void on_report_unmeasurable(void *userdata, const char *path, int error) 
 
 static void on_report_unlisted(void *userdata, const char *path) {
         Manager *m = userdata;
-        iver_check_invalidate(m->ctx, path);
+        iver_check_invalidate(m->h.ctx, path);
 }
 
 static void reports_init(Manager *m) {
@@ -126,8 +134,8 @@ static void reports_init(Manager *m) {
 
 bool manager_dir_wanted(const Manager *m, const char *dir) {
         size_t len = strlen(dir);
-        return iver_policy_may_match_below(m->gen->policy, IVER_CLASS_MEASURE, dir, len) ||
-               iver_policy_may_match_below(m->gen->policy, IVER_CLASS_APPRAISE, dir, len);
+        return iver_policy_may_match_below(m->h.gen->policy, IVER_CLASS_MEASURE, dir, len) ||
+               iver_policy_may_match_below(m->h.gen->policy, IVER_CLASS_APPRAISE, dir, len);
 }
 
 /* The cache follows inodes: after a directory is moved its files would hit
@@ -135,7 +143,7 @@ bool manager_dir_wanted(const Manager *m, const char *dir) {
  * names never listed). Forget everything below the old name; the walk of the
  * new name measures the files there anew. O(cache) per moved directory. */
 void manager_forget_below(Manager *m, const char *dir) {
-        IverCache *cache = iver_context_cache(m->ctx);
+        IverCache *cache = iver_context_cache(m->h.ctx);
         size_t dlen = strlen(dir);
         unsigned n = 0;
         char p[IVER_CACHE_PATH_MAX];
@@ -152,7 +160,7 @@ void manager_forget_below(Manager *m, const char *dir) {
 }
 
 void manager_unmeasurable(Manager *m, const char *path, int error) {
-        if (m->unmeasurable++ == 0)
+        if (m->h.unmeasurable++ == 0)
                 log_warning_errno(error, "Cannot measure %s: %m (counted as unmeasurable in status; further ones are logged at debug level)",
                                   path);
         else
@@ -160,21 +168,21 @@ void manager_unmeasurable(Manager *m, const char *path, int error) {
 }
 
 void manager_queue(Manager *m, const char *path) {
-        int r = queue_push(m->queue, path);
+        int r = queue_push(m->h.queue, path);
         if (r < 0) {
                 log_error_errno(r, "Cannot queue %s: %m (it will be checked at the next rescan)", path);
                 return;
         }
-        size_t q = queue_queued(m->queue);
-        if (q > m->peak_queued)
-                m->peak_queued = q;
-        (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_ONESHOT);
+        size_t q = queue_queued(m->h.queue);
+        if (q > m->h.peak_queued)
+                m->h.peak_queued = q;
+        (void) sd_event_source_set_enabled(m->h.dispatch_source, SD_EVENT_ONESHOT);
 }
 
 /* ---- scans, status, settle ---- */
 
 static uint64_t bytes_hashed(const Manager *m) {
-        return iver_ledger_counters(iver_context_ledger(m->ctx))->bytes_hashed;
+        return iver_ledger_counters(iver_context_ledger(m->h.ctx))->bytes_hashed;
 }
 
 /* A scan starts: counters for its progress and summary. A rescan asked for
@@ -183,31 +191,31 @@ static void scan_begin(Manager *m) {
         if (m->scan_active)
                 return;
         uint64_t done, todo;
-        walk_dirs(m->walk, &done, &todo);
+        walk_dirs(m->h.walk, &done, &todo);
         m->scan_active = true;
         m->scan_start_usec = (uint64_t) iver_monotonic_ns() / 1000;
-        m->scan_base_seen = walk_files_seen(m->walk);
+        m->scan_base_seen = walk_files_seen(m->h.walk);
         m->scan_base_dirs = done;
-        m->scan_base_measurements = m->measurements;
+        m->scan_base_measurements = m->h.measurements;
         m->scan_base_bytes = bytes_hashed(m);
-        m->scan_base_errors = m->errors;
-        m->scan_base_violations = m->violations;
+        m->scan_base_errors = m->h.errors;
+        m->scan_base_violations = m->h.violations;
 }
 
 void manager_scan_progress(const Manager *m, ScanProgress *ret) {
         uint64_t done, todo;
-        walk_dirs(m->walk, &done, &todo);
-        uint64_t seen = walk_files_seen(m->walk) - m->scan_base_seen, dirs = done - m->scan_base_dirs;
-        uint64_t pending = queue_queued(m->queue) + queue_inflight(m->queue);
+        walk_dirs(m->h.walk, &done, &todo);
+        uint64_t seen = walk_files_seen(m->h.walk) - m->scan_base_seen, dirs = done - m->scan_base_dirs;
+        uint64_t pending = queue_queued(m->h.queue) + queue_inflight(m->h.queue);
         *ret = (ScanProgress) {
                 .active = m->scan_active,
-                .initial = !m->initial_scan_done,
+                .initial = !m->h.initial_scan_done,
                 .seen = seen,
                 .done = seen > pending ? seen - pending : 0,
-                .measured = m->measurements - m->scan_base_measurements,
+                .measured = m->h.measurements - m->scan_base_measurements,
                 .bytes = bytes_hashed(m) - m->scan_base_bytes,
-                .errors = m->errors - m->scan_base_errors,
-                .violations = m->violations - m->scan_base_violations,
+                .errors = m->h.errors - m->scan_base_errors,
+                .violations = m->h.violations - m->scan_base_violations,
                 .eta = -1,
         };
         uint64_t now = m->scan_active ? (uint64_t) iver_monotonic_ns() / 1000 : m->scan_end_usec;
@@ -250,19 +258,19 @@ static void scan_end(Manager *m) {
 }
 
 int manager_rescan(Manager *m) {
-        m->scans++;
+        m->h.scans++;
         scan_begin(m);
         /* mark and sweep: what this scan does not see again was deleted while
          * no event told us (rescan-only directories, lost events) */
-        iver_cache_clear_marks(iver_context_cache(m->ctx));
+        iver_cache_clear_marks(iver_context_cache(m->h.ctx));
         m->sweep_pending = true;
-        return walk_add(m->walk, "/");
+        return walk_add(m->h.walk, "/");
 }
 
 /* After a full scan settled: check every cached path the scan did not see;
  * a deleted file's check fails with ENOENT and drops it. */
 static void sweep(Manager *m) {
-        IverCache *c = iver_context_cache(m->ctx);
+        IverCache *c = iver_context_cache(m->h.ctx);
         size_t n = 0;
         char p[IVER_CACHE_PATH_MAX];
         m->sweep_pending = false;
@@ -277,13 +285,13 @@ static void sweep(Manager *m) {
 }
 
 bool manager_settled(const Manager *m) {
-        return queue_queued(m->queue) == 0 && queue_inflight(m->queue) == 0 && checker_use_jobs() == 0 && !walk_busy(m->walk) &&
-               !recheck_pending_soon(m->recheck) && rest_pending(m->rest) == 0 &&
-               !(m->evidence && evidence_pending(m->evidence));
+        return queue_queued(m->h.queue) == 0 && queue_inflight(m->h.queue) == 0 && checker_use_jobs() == 0 && !walk_busy(m->h.walk) &&
+               !recheck_pending_soon(m->h.recheck) && rest_pending(m->h.rest) == 0 &&
+               !(m->h.evidence && evidence_pending(m->h.evidence));
 }
 
 static void send_status(Manager *m) {
-        if (!m->initial_scan_done) {
+        if (!m->h.initial_scan_done) {
                 ScanProgress p;
                 manager_scan_progress(m, &p);
                 char eta[32] = "ETA unknown";
@@ -296,8 +304,8 @@ static void send_status(Manager *m) {
                            (double) p.bytes / 1e6, p.rate, eta);
         } else
                 sd_notifyf(0, "STATUS=Watching %u directories, %zu files cached, %llu measurements",
-                           watch_count(m->watch), iver_cache_size(iver_context_cache(m->ctx)),
-                           (unsigned long long) m->measurements);
+                           watch_count(m->h.watch), iver_cache_size(iver_context_cache(m->h.ctx)),
+                           (unsigned long long) m->h.measurements);
 }
 
 void manager_maybe_settled(Manager *m) {
@@ -309,21 +317,19 @@ void manager_maybe_settled(Manager *m) {
                         return;
         }
         scan_end(m);
-        if (!m->initial_scan_done) {
-                m->initial_scan_done = true;
-                evidence_scan_done(m->evidence);
-                m->scan_estimate = walk_files_seen(m->walk);
+        if (!m->h.initial_scan_done) {
+                m->h.initial_scan_done = true;
+                evidence_scan_done(m->h.evidence);
+                m->scan_estimate = walk_files_seen(m->h.walk);
                 send_status(m);
         }
-        control_settled(m->control);
+        control_settled(m->h.control);
 }
 
 static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         send_status(m);
-        uint64_t wd = 0;
-        if (sd_watchdog_enabled(0, &wd) > 0)
-                sd_notify(0, "WATCHDOG=1");
+        (void) worker_health_tick(&m->health, m->h.workers, now_usec()); /* WATCHDOG=1 while they progress */
         (void) sd_event_source_set_time_relative(s, 1000000);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
@@ -332,7 +338,7 @@ static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 static int on_rescan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         (void) manager_rescan(m);
-        (void) sd_event_source_set_time_relative(s, m->conf.rescan_interval_usec);
+        (void) sd_event_source_set_time_relative(s, m->h.conf.rescan_interval_usec);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
 }
@@ -367,9 +373,9 @@ int manager_reload(Manager *m, char **ret_error) {
          * the new one. */
         IverKeyring *kr = settings_load_keyring(&conf);
         Generation *g = NULL;
-        r = kr ? generation_new(m->gen->number + 1, p, kr, conf.hash, source, &g) : -ENOMEM;
+        r = kr ? generation_new(m->h.gen->number + 1, p, kr, conf.hash, source, &g) : -ENOMEM;
         if (r >= 0)
-                m->conf.rescan_interval_usec = conf.rescan_interval_usec;
+                m->h.conf.rescan_interval_usec = conf.rescan_interval_usec;
         iver_conf_done(&conf);
         if (r < 0) {
                 if (!kr) {
@@ -382,11 +388,11 @@ int manager_reload(Manager *m, char **ret_error) {
                 sd_notify(0, "READY=1");
                 return r;
         }
-        generation_unref(m->gen);
-        m->gen = g;
-        fstrack_policy_changed(m->fstrack);
+        generation_unref(m->h.gen);
+        m->h.gen = g;
+        fstrack_policy_changed(m->h.fstrack);
         char detail[4200];
-        snprintf(detail, sizeof(detail), "%s (generation %" PRIu64 ")", m->gen->source ?: "", m->gen->number);
+        snprintf(detail, sizeof(detail), "%s (generation %" PRIu64 ")", m->h.gen->source ?: "", m->h.gen->number);
         log_reload(true, detail);
         (void) manager_rescan(m);
         sd_notify(0, "READY=1");
@@ -409,12 +415,12 @@ static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 
 static void rest_list(void *userdata, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
                       bool audit, const uint8_t *sig, size_t sig_len, bool use) {
-        checker_rested(userdata, path, o, d, audit, sig, sig_len, use);
+        checker_rested(house_of(userdata), path, o, d, audit, sig, sig_len, use);
 }
 
 static int rest_recorded(void *userdata, const IverIdentity *id, IverCheckOutcome *ret) {
         Manager *m = userdata;
-        IverCache *c = iver_context_cache(m->ctx);
+        IverCache *c = iver_context_cache(m->h.ctx);
         uint32_t idx = iver_cache_find_inode(c, id->dev, id->ino);
         if (idx == IVER_CACHE_NONE)
                 return -ENOENT;
@@ -435,7 +441,7 @@ static int rest_recorded(void *userdata, const IverIdentity *id, IverCheckOutcom
 
 static int rest_stat(void *userdata, const char *path, IverStat *ret) {
         Manager *m = userdata;
-        return path_context_stat(m->ctx, path, ret);
+        return path_context_stat(m->h.ctx, path, ret);
 }
 
 static void rest_check(void *userdata, const char *path) {
@@ -444,17 +450,17 @@ static void rest_check(void *userdata, const char *path) {
 
 static void rest_sync(void *userdata) {
         Manager *m = userdata;
-        fstrack_sync(m->fstrack);
+        fstrack_sync(m->h.fstrack);
 }
 
 static void rest_changed(void *userdata) {
         Manager *m = userdata;
-        (void) evidence_flush(m->evidence);
+        (void) evidence_flush(m->h.evidence);
         manager_maybe_settled(m);
 }
 
 static json_object *control_run(void *userdata, VerbId verb, Conn *c, json_object *req) {
-        return verb_run(verb, userdata, c, req);
+        return verb_run(verb, house_of(userdata), c, req);
 }
 
 static bool control_settled_now(void *userdata) {
@@ -470,7 +476,7 @@ static int rest_setup(Manager *m) {
                 .sync = rest_sync,
                 .changed = rest_changed,
         };
-        return rest_new(m->event, &cb, m, &m->rest);
+        return rest_new(m->event, &cb, m, &m->h.rest);
 }
 
 /* Every failure is logged once: here, or by the component that decided
@@ -482,7 +488,7 @@ static int rest_setup(Manager *m) {
 static int setup_settings(Manager *m, const Overrides *o, IverdExit *ex) {
         _cleanup_free_ char *err = NULL;
         *ex = IVERD_EXIT_CONFIG;
-        int r = settings_load_conf(o, &m->conf, &err);
+        int r = settings_load_conf(o, &m->h.conf, &err);
         if (r < 0)
                 return log_error_errno(r, "Failed to load configuration: %s", err ?: strerror(-r));
         IverPolicy *policy = NULL;
@@ -491,8 +497,8 @@ static int setup_settings(Manager *m, const Overrides *o, IverdExit *ex) {
         if (r < 0)
                 return log_error_errno(r, "Failed to load policy: %s", err ?: strerror(-r));
         *ex = IVERD_EXIT_FAILURE;
-        IverKeyring *kr = settings_load_keyring(&m->conf);
-        r = kr ? generation_new(1, policy, kr, m->conf.hash, source, &m->gen) : -ENOMEM;
+        IverKeyring *kr = settings_load_keyring(&m->h.conf);
+        r = kr ? generation_new(1, policy, kr, m->h.conf.hash, source, &m->h.gen) : -ENOMEM;
         if (r < 0) {
                 if (!kr) {
                         iver_policy_free(policy);
@@ -511,13 +517,25 @@ static int setup_settings(Manager *m, const Overrides *o, IverdExit *ex) {
         return 0;
 }
 
+/* A signal the loop owns for its lifetime (floating: freed with the loop), named. */
+static int add_signal(Manager *m, int sig, sd_event_signal_handler_t handler, const char *description) {
+        sd_event_source *s = NULL;
+        int r = sd_event_add_signal(m->event, &s, sig, handler, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(s, description);
+        r = sd_event_source_set_floating(s, true);
+        sd_event_source_unref(s);
+        return r;
+}
+
 /* The check context, the event loop and its signals, the directories. */
 static int setup_loop(Manager *m, IverdExit *ex) {
         IverContextOptions co = {
-                .version_mode = m->conf.version_source,
-                .algo = m->conf.hash,
+                .version_mode = m->h.conf.version_source,
+                .algo = m->h.conf.hash,
         };
-        int r = iver_context_new(&co, &m->ctx);
+        int r = iver_context_new(&co, &m->h.ctx);
         if (r < 0)
                 return log_error_errno(r, "Cannot create the check context: %m");
         r = sd_event_default(&m->event);
@@ -525,8 +543,8 @@ static int setup_loop(Manager *m, IverdExit *ex) {
                 return log_error_errno(r, "Cannot create the event loop: %m");
         /* created if missing; refused if another user could plant files in them */
         *ex = IVERD_EXIT_DIRECTORY;
-        if ((r = rundir_prepare(m->conf.runtime_directory, 0755, "runtime")) < 0 ||
-            (r = rundir_prepare(m->conf.state_directory, 0700, "state")) < 0)
+        if ((r = rundir_prepare(m->h.conf.runtime_directory, 0755, "runtime")) < 0 ||
+            (r = rundir_prepare(m->h.conf.state_directory, 0700, "state")) < 0)
                 return r; /* logged there */
         *ex = IVERD_EXIT_FAILURE;
         sigset_t ss;
@@ -536,9 +554,9 @@ static int setup_loop(Manager *m, IverdExit *ex) {
         sigaddset(&ss, SIGHUP);
         sigprocmask(SIG_BLOCK, &ss, NULL);
         (void) iver_measure_prepare_signals();
-        if ((r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m)) < 0 ||
-            (r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m)) < 0 ||
-            (r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m)) < 0)
+        if ((r = add_signal(m, SIGTERM, on_exit_signal, "signal-term")) < 0 ||
+            (r = add_signal(m, SIGINT, on_exit_signal, "signal-int")) < 0 ||
+            (r = add_signal(m, SIGHUP, on_sighup, "signal-hup")) < 0)
                 return log_error_errno(r, "Cannot watch signals: %m");
         return 0;
 }
@@ -578,42 +596,44 @@ static const OnAccessOps onaccess_ops = {
 
 /* The queue, the hashing threads, change tracking, the walk, on-access. */
 static int setup_checks(Manager *m) {
-        int r = queue_new(&m->queue);
+        int r = queue_new(&m->h.queue);
         if (r < 0)
                 return log_error_errno(r, "Cannot create the check queue: %m");
-        unsigned n = m->conf.workers ?: (unsigned) sysconf(_SC_NPROCESSORS_ONLN);
-        r = workers_new(n, &m->workers);
+        unsigned n = m->h.conf.workers ?: (unsigned) sysconf(_SC_NPROCESSORS_ONLN);
+        r = workers_new(n, appraisal_run, &m->h.workers);
         if (r < 0)
                 return log_error_errno(r, "Cannot start %u hashing threads: %m", n);
         /* small files handed to the pool at a time: enough for batched
          * hand-offs, and for the workers to go on through a time slice the
          * loop is not scheduled in (~4 ms of small files; the walk refills it
          * from half full: checker_window_low). ~300 KiB of jobs a worker. */
-        m->max_inflight = 512 * workers_count(m->workers);
-        r = sd_event_add_io(m->event, &m->worker_source, workers_eventfd(m->workers), EPOLLIN, checker_workers_done, m);
+        m->h.max_inflight = 512 * workers_count(m->h.workers);
+        r = sd_event_add_io(m->event, &m->worker_source, workers_eventfd(m->h.workers), EPOLLIN, checker_workers_done, &m->h);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch the hashing threads: %m");
-        r = sd_event_add_defer(m->event, &m->dispatch_source, checker_dispatch, m);
+        (void) sd_event_source_set_description(m->worker_source, "workers-done");
+        r = sd_event_add_defer(m->event, &m->h.dispatch_source, checker_dispatch, &m->h);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the check dispatcher: %m");
-        (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_OFF);
-        if ((r = rest_setup(m)) < 0 || (r = fstrack_new(m->event, m->ctx, m->rest, &m->reports, &m->fstrack)) < 0 ||
-            (r = mounts_new(m->event, m->fstrack, &m->reports, &m->mounts)) < 0 ||
-            (r = watch_new(m->event, m->ctx, m->fstrack, &m->reports, &m->watch)) < 0 ||
-            (r = walk_new(m->event, m->ctx, m->workers, &m->reports, &m->walk)) < 0 ||
-            (r = recheck_new(m->event, &m->reports, &m->recheck)) < 0)
+        (void) sd_event_source_set_description(m->h.dispatch_source, "check-dispatch");
+        (void) sd_event_source_set_enabled(m->h.dispatch_source, SD_EVENT_OFF);
+        if ((r = rest_setup(m)) < 0 || (r = fstrack_new(m->event, m->h.ctx, m->h.rest, &m->reports, &m->h.fstrack)) < 0 ||
+            (r = mounts_new(m->event, m->h.fstrack, &m->reports, &m->mounts)) < 0 ||
+            (r = watch_new(m->event, m->h.ctx, m->h.fstrack, &m->reports, &m->h.watch)) < 0 ||
+            (r = walk_new(m->event, m->h.ctx, m->h.workers, &m->reports, &m->h.walk)) < 0 ||
+            (r = recheck_new(m->event, &m->reports, &m->h.recheck)) < 0)
                 /* these log only what they carry on without (no fanotify, no mountinfo) */
                 return log_error_errno(r, "Cannot set up change tracking and the directory walk: %m");
-        if (m->conf.on_access != IVER_ON_ACCESS_NONE) {
+        if (m->h.conf.on_access != IVER_ON_ACCESS_NONE) {
                 OnAccessOps ops = onaccess_ops;
-                ops.userdata = m;
-                r = onaccess_new(m->event, &ops, m->conf.on_access, iver_policy_wants_opens(m->gen->policy),
-                                 m->conf.on_access_timeout_usec, &m->onaccess);
+                ops.userdata = &m->h; /* the checker's (oa_*) */
+                r = onaccess_new(m->event, &ops, m->h.conf.on_access, iver_policy_wants_opens(m->h.gen->policy),
+                                 m->h.conf.on_access_timeout_usec, &m->h.onaccess);
                 if (r < 0) {
                         /* no fanotify permission events here (kernel, container, missing CAP_SYS_ADMIN) */
                         log_notice_errno(r, "On-access checks unavailable (%m): OnAccess=%s falls back to none",
-                                         iver_on_access_to_string(m->conf.on_access));
-                        m->conf.on_access = IVER_ON_ACCESS_NONE;
+                                         iver_on_access_to_string(m->h.conf.on_access));
+                        m->h.conf.on_access = IVER_ON_ACCESS_NONE;
                 }
         }
         return 0;
@@ -623,23 +643,43 @@ static int setup_checks(Manager *m) {
  * then the control socket. */
 static int setup_evidence(Manager *m, IverdExit *ex) {
         *ex = IVERD_EXIT_EVIDENCE;
-        int r = evidence_new(m->event, &m->reports, &m->conf, &m->evidence);
+        int r = evidence_new(m->event, &m->reports, &m->h.conf, &m->h.evidence);
         if (r < 0)
                 return r; /* logged there */
         /* bound to the list just opened */
         int64_t snapshot_sec;
-        r = persist_new(m->event, m->ctx, m->conf.state_directory, m->evidence, m->rest, &m->persist);
+        r = persist_new(m->event, m->h.ctx, m->h.conf.state_directory, m->h.evidence, m->h.rest, &m->persist);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up snapshots: %m");
         persist_load(m->persist, &snapshot_sec);
         /* a list continued from an earlier run of this boot: the gap first */
-        r = evidence_record_gap(m->evidence, snapshot_sec, m->conf.hash);
+        r = evidence_record_gap(m->h.evidence, snapshot_sec, m->h.conf.hash);
         if (r < 0)
                 return r; /* logged there */
         *ex = IVERD_EXIT_DIRECTORY;
         ControlHandler h = { .userdata = m, .run = control_run, .settled = control_settled_now };
-        return control_new(m->event, m->conf.socket_path, m->gid_stats, &h, &m->control); /* logged there */
+        return control_new(m->event, m->h.conf.socket_path, m->gid_stats, &h, &m->h.control); /* logged there */
 }
+
+static int house_op_rescan(void *userdata) {
+        return manager_rescan(userdata);
+}
+static int house_op_reload(void *userdata, char **ret_error) {
+        return manager_reload(userdata, ret_error);
+}
+static bool house_op_settled(const void *userdata) {
+        return manager_settled(userdata);
+}
+static void house_op_scan_progress(const void *userdata, ScanProgress *ret) {
+        manager_scan_progress(userdata, ret);
+}
+
+static const HouseOps house_ops = {
+        .rescan = house_op_rescan,
+        .reload = house_op_reload,
+        .settled = house_op_settled,
+        .scan_progress = house_op_scan_progress,
+};
 
 int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
         _cleanup_(manager_freep) Manager *m = NULL;
@@ -654,6 +694,9 @@ int manager_new(const Overrides *o, Manager **ret, IverdExit *ret_exit) {
         m->overrides = *o;
         m->gid_stats = UINT64_MAX;
         reports_init(m);
+        m->h.ops = &house_ops;
+        m->h.userdata = m;
+        m->h.reports = &m->reports;
         if ((r = setup_settings(m, o, &ex)) < 0 || (r = setup_loop(m, &ex)) < 0 ||
             (ex = IVERD_EXIT_FAILURE, r = setup_checks(m)) < 0 || (r = setup_evidence(m, &ex)) < 0)
                 goto fail;
@@ -668,27 +711,27 @@ fail:
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        control_free(m->control);
+        control_free(m->h.control);
         /* uses held for measurement are allowed before anything else goes */
-        m->onaccess = onaccess_free(m->onaccess);
+        m->h.onaccess = onaccess_free(m->h.onaccess);
         /* workers first: they may still be hashing paths the queue owns */
-        workers_free(m->workers);
+        workers_free(m->h.workers);
         persist_free(m->persist); /* a save in flight ends first: it wrote next to the list */
-        evidence_free(m->evidence);
-        recheck_free(m->recheck);
-        rest_free(m->rest);
-        walk_free(m->walk);
-        watch_free(m->watch);
+        evidence_free(m->h.evidence);
+        recheck_free(m->h.recheck);
+        rest_free(m->h.rest);
+        walk_free(m->h.walk);
+        watch_free(m->h.watch);
         mounts_free(m->mounts);
-        fstrack_free(m->fstrack);
+        fstrack_free(m->h.fstrack);
         sd_event_source_disable_unref(m->worker_source);
-        sd_event_source_disable_unref(m->dispatch_source);
+        sd_event_source_disable_unref(m->h.dispatch_source);
         sd_event_source_disable_unref(m->rescan_timer);
         sd_event_source_disable_unref(m->status_timer);
-        queue_free(m->queue);
-        iver_context_free(m->ctx);
-        generation_unref(m->gen);
-        iver_conf_done(&m->conf);
+        queue_free(m->h.queue);
+        iver_context_free(m->h.ctx);
+        generation_unref(m->h.gen);
+        iver_conf_done(&m->h.conf);
         sd_event_unref(m->event);
         free(m);
         return NULL;
@@ -696,18 +739,21 @@ Manager *manager_free(Manager *m) {
 
 int manager_start(Manager *m) {
         /* a restored snapshot tells roughly how many files the scan will see */
-        m->scan_estimate = iver_cache_size(iver_context_cache(m->ctx));
+        m->scan_estimate = iver_cache_size(iver_context_cache(m->h.ctx));
         int r = manager_rescan(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the initial scan: %m");
+        worker_health_init(&m->health, now_usec());
         r = sd_event_add_time_relative(m->event, &m->status_timer, CLOCK_MONOTONIC, 1000000, 0, on_status_timer, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the status timer: %m");
-        if (m->conf.rescan_interval_usec > 0) {
+        (void) sd_event_source_set_description(m->status_timer, "status");
+        if (m->h.conf.rescan_interval_usec > 0) {
                 r = sd_event_add_time_relative(m->event, &m->rescan_timer, CLOCK_MONOTONIC,
-                                               m->conf.rescan_interval_usec, 0, on_rescan_timer, m);
+                                               m->h.conf.rescan_interval_usec, 0, on_rescan_timer, m);
                 if (r < 0)
                         return log_error_errno(r, "Cannot start the rescan timer: %m");
+                (void) sd_event_source_set_description(m->rescan_timer, "rescan");
         }
         r = persist_start_timer(m->persist, SNAPSHOT_INTERVAL_USEC);
         if (r < 0)
@@ -715,8 +761,8 @@ int manager_start(Manager *m) {
         /* ready: the control socket is up and the initial scan is queued */
         send_status(m);
         sd_notify(0, "READY=1");
-        log_info("Started: policy %s, socket %s, %u workers", m->gen->source, control_path(m->control),
-                 workers_count(m->workers));
+        log_info("Started: policy %s, socket %s, %u workers", m->h.gen->source, control_path(m->h.control),
+                 workers_count(m->h.workers));
         return 0;
 }
 
@@ -731,9 +777,9 @@ static int run_loop(Manager *m) {
                 if (r == 0)
                         r = sd_event_wait(e, UINT64_MAX);
                 if (r > 0) {
-                        onaccess_loop_busy(m->onaccess);
+                        onaccess_loop_busy(m->h.onaccess);
                         r = sd_event_dispatch(e);
-                        onaccess_loop_idle(m->onaccess);
+                        onaccess_loop_idle(m->h.onaccess);
                 }
                 if (r < 0)
                         return r;
@@ -743,9 +789,9 @@ static int run_loop(Manager *m) {
 
 int manager_run(Manager *m) {
         int r = run_loop(m);
-        onaccess_loop_busy(m->onaccess); /* (its thread is stopped by now) */
+        onaccess_loop_busy(m->h.onaccess); /* (its thread is stopped by now) */
         (void) persist_save(m->persist);
         /* the loop ended: nothing is watched from here (the next gap's start) */
-        evidence_mark_alive(m->evidence);
+        evidence_mark_alive(m->h.evidence);
         return r;
 }

@@ -245,6 +245,11 @@ int onaccess_new(sd_event *event, const OnAccessOps *ops, IverOnAccess mode, boo
          * write storm, scan work): a held use waits for the loop */
         if (r >= 0 && (r = sd_event_source_set_priority(o->source, SD_EVENT_PRIORITY_IMPORTANT)) >= 0)
                 r = sd_event_source_set_priority(o->wake_source, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r >= 0) {
+                (void) sd_event_source_set_description(o->source, "onaccess");
+                (void) sd_event_source_set_description(o->wake_source, "onaccess-wake");
+                (void) sd_event_source_set_description(o->exit_source, "onaccess-exit");
+        }
         r = r < 0 ? r : 0;
         /* in open mode the thread reads; the loop must not compete with it */
         if (r == 0 && (o->mask & FAN_OPEN_PERM))

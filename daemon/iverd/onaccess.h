@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "iver/conf.h"
+#include "conf.h"
 #include "iver/policy.h"
 #include "iver/stat.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 #include "iver/appraise.h"
-#include "iver/conf.h"
+#include "conf.h"
 #include <stdbool.h>
 
 #include "iver/policy.h"

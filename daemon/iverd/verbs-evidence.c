@@ -10,7 +10,7 @@
 #include "control.h"
 #include "evidence.h"
 #include "macro.h"
-#include "manager.h"
+#include "house.h"
 #include "verbs-internal.h"
 
 #define ADD(o, k, v) json_object_object_add((o), (k), (v))
@@ -28,7 +28,7 @@ static json_object *base64(const uint8_t *p, size_t len) {
 /* The list goes to the client as a read-only fd on its file with the length
  * it has now (whole records; the list only grows): the daemon neither copies
  * nor decodes it, so a list of any length costs the loop nothing. */
-static json_object *list_reply(Manager *m, json_object *o, int *ret_fd) {
+static json_object *list_reply(House *m, json_object *o, int *ret_fd) {
         uint64_t bytes, entries;
         int r = evidence_list_open(m->evidence, ret_fd, &bytes, &entries);
         if (r < 0) {
@@ -41,7 +41,7 @@ static json_object *list_reply(Manager *m, json_object *o, int *ret_fd) {
 }
 
 /* log: {"list_bytes", "list_entries"} and the list's fd (iverctl decodes it). */
-json_object *verb_log(Manager *m, Conn *c, json_object *req) {
+json_object *verb_log(House *m, Conn *c, json_object *req) {
         int fd = -1;
         if (!m->evidence)
                 return reply_error("no measurement list");
@@ -53,7 +53,7 @@ json_object *verb_log(Manager *m, Conn *c, json_object *req) {
 }
 
 typedef struct QuoteReq {
-        Manager *m;
+        House *m;
         uint64_t conn;
 } QuoteReq;
 
@@ -86,7 +86,7 @@ static void quote_done(void *userdata, const IverTpmQuote *q, const char *error)
 /* quote {"nonce": HEX, "banks": ["sha256", …] (optional: every bank iverd
  * extends)}: answered when the TPM thread has made it, never blocking the
  * loop; other clients are served meanwhile. */
-json_object *verb_quote(Manager *m, Conn *c, json_object *req) {
+json_object *verb_quote(House *m, Conn *c, json_object *req) {
         json_object *v;
         uint8_t nonce[64];
         size_t nonce_len;

@@ -3,7 +3,7 @@
 #pragma once
 #include <json-c/json.h>
 
-typedef struct Manager Manager;
+typedef struct House House;
 typedef struct Conn Conn;
 
 static inline json_object *ok_reply(void) {
@@ -14,9 +14,9 @@ static inline json_object *ok_reply(void) {
 
 /* verbs-evidence.c. log: {"list_bytes", "list_entries"} with a read-only fd
  * on the binary list (SCM_RIGHTS); NULL once answered, or an error reply. */
-json_object *verb_log(Manager *m, Conn *c, json_object *req);
+json_object *verb_log(House *m, Conn *c, json_object *req);
 /* quote {"nonce": HEX, "banks": [...]}: NULL (answered later, with the
  * list's fd as log) or an error reply. */
-json_object *verb_quote(Manager *m, Conn *c, json_object *req);
+json_object *verb_quote(House *m, Conn *c, json_object *req);
 /* verbs-list.c. list {"prefix", "violations"}: the cache, streamed (NULL). */
-json_object *verb_list(Manager *m, Conn *c, json_object *req);
+json_object *verb_list(House *m, Conn *c, json_object *req);

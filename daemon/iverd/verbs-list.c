@@ -15,7 +15,7 @@
 
 #include "control.h"
 #include "macro.h"
-#include "manager.h"
+#include "house.h"
 #include "verbs-internal.h"
 
 #define ADD(o, k, v) json_object_object_add((o), (k), (v))
@@ -26,7 +26,7 @@
 static const char head[] = "{\"ok\":true,\"files\":[", tail[] = "]}\n";
 
 typedef struct ListStream {
-        Manager *m;
+        House *m;
         char *prefix;
         size_t plen;
         bool only_violations;
@@ -134,7 +134,7 @@ static ssize_t list_fill(void *p, char *buf, size_t cap) {
         return (ssize_t) n;
 }
 
-json_object *verb_list(Manager *m, Conn *c, json_object *req) {
+json_object *verb_list(House *m, Conn *c, json_object *req) {
         json_object *v;
         ListStream *st = calloc(1, sizeof(*st));
         const char *prefix = json_object_object_get_ex(req, "prefix", &v) ? json_object_get_string(v) : "";

@@ -10,7 +10,7 @@
 #include "evidence.h"
 #include "fstrack.h"
 #include "log.h"
-#include "manager.h"
+#include "house.h"
 #include "onaccess.h"
 #include "rest.h"
 #include "recheck.h"
@@ -22,7 +22,7 @@
 #define ADD(o, k, v) json_object_object_add((o), (k), (v))
 #define U64(x) json_object_new_uint64((uint64_t) (x))
 
-static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
+static json_object *verb_status(House *m, Conn *c, json_object *req) {
         json_object *o = ok_reply(), *vs = json_object_new_array();
         IverCookieTable *t = iver_context_cookies(m->ctx);
         uint32_t dev;
@@ -68,8 +68,8 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         ADD(o, "unmeasurable", U64(m->unmeasurable));
         ADD(o, "violations", U64(m->violations));
         ScanProgress sp;
-        manager_scan_progress(m, &sp);
-        ADD(o, "settled", json_object_new_boolean(manager_settled(m)));
+        house_scan_progress(m, &sp);
+        ADD(o, "settled", json_object_new_boolean(house_settled(m)));
         ADD(o, "scan_active", json_object_new_boolean(sp.active));
         ADD(o, "scan_files_seen", U64(sp.seen));
         ADD(o, "scan_files_done", U64(sp.done));
@@ -93,7 +93,7 @@ static json_object *verb_status(Manager *m, Conn *c, json_object *req) {
         return o;
 }
 
-static json_object *verb_stats(Manager *m, Conn *c, json_object *req) {
+static json_object *verb_stats(House *m, Conn *c, json_object *req) {
         const IverLedgerCounters *k = iver_ledger_counters(iver_context_ledger(m->ctx));
         json_object *o = ok_reply(), *s = json_object_new_object();
         size_t nf;
@@ -131,32 +131,32 @@ static json_object *verb_stats(Manager *m, Conn *c, json_object *req) {
         return o;
 }
 
-static json_object *verb_remeasure(Manager *m, Conn *c, json_object *req) {
+static json_object *verb_remeasure(House *m, Conn *c, json_object *req) {
         json_object *paths; /* absolute paths without NUL bytes (request.c) */
         (void) json_object_object_get_ex(req, "paths", &paths);
         size_t n = json_object_array_length(paths);
         for (size_t i = 0; i < n; i++)
-                manager_queue(m, json_object_get_string(json_object_array_get_idx(paths, i)));
+                house_queue(m, json_object_get_string(json_object_array_get_idx(paths, i)));
         json_object *o = ok_reply();
         ADD(o, "queued", U64(n));
         return o;
 }
 
-static json_object *verb_rescan(Manager *m, Conn *c, json_object *req) {
-        int r = manager_rescan(m);
+static json_object *verb_rescan(House *m, Conn *c, json_object *req) {
+        int r = house_rescan(m);
         if (r < 0)
                 return reply_error("rescan failed: %s", strerror(-r));
         return ok_reply();
 }
 
-static json_object *verb_settle(Manager *m, Conn *c, json_object *req) {
+static json_object *verb_settle(House *m, Conn *c, json_object *req) {
         json_object *v;
         double timeout = 60;
         if (json_object_object_get_ex(req, "timeout", &v))
                 timeout = json_object_get_double(v);
         if (!(timeout > 0 && timeout <= 86400))
                 return reply_error("timeout must be in (0, 86400] seconds");
-        if (manager_settled(m)) {
+        if (house_settled(m)) {
                 json_object *o = ok_reply();
                 ADD(o, "settled", json_object_new_boolean(1));
                 return o;
@@ -166,9 +166,9 @@ static json_object *verb_settle(Manager *m, Conn *c, json_object *req) {
         return NULL;
 }
 
-static json_object *verb_reload(Manager *m, Conn *c, json_object *req) {
+static json_object *verb_reload(House *m, Conn *c, json_object *req) {
         char *err = NULL;
-        int r = manager_reload(m, &err);
+        int r = house_reload(m, &err);
         if (r < 0) {
                 json_object *o = reply_error("%s", err ?: strerror(-r));
                 free(err);
@@ -189,7 +189,7 @@ static json_object *cookie_json(const IverCookie *c) {
 }
 
 /* explain: the decision for the file as the checker makes it. */
-static json_object *explain_policy(Manager *m, const IverDecision *dec) {
+static json_object *explain_policy(House *m, const IverDecision *dec) {
         json_object *pol = json_object_new_object();
         if (dec->pseudo) {
                 ADD(pol, "refused", json_object_new_string("pseudo filesystem: never hashed"));
@@ -212,7 +212,7 @@ static json_object *explain_policy(Manager *m, const IverDecision *dec) {
 }
 
 /* explain: the file as it is now (identity, a held digest, cookie, policy). */
-static void explain_now(Manager *m, json_object *o, const IverStat *st, IverCookieSource src, const IverDecision *dec) {
+static void explain_now(House *m, json_object *o, const IverStat *st, IverCookieSource src, const IverDecision *dec) {
         json_object *id = json_object_new_object();
         char d[32];
         snprintf(d, sizeof(d), "%u:%u", st->dev >> 20, st->dev & 0xfffff);
@@ -252,7 +252,7 @@ static json_object *explain_flags(uint32_t bits) {
 
 /* explain: what iverd and each heuristic would do at the next check, by the
  * library's own hit rule (lease probe and attestation included). */
-static json_object *explain_next_check(Manager *m, const char *path, const IverStat *st, IverCookieSource src,
+static json_object *explain_next_check(House *m, const char *path, const IverStat *st, IverCookieSource src,
                                        const IverDecision *dec, const IverEntry *e) {
         IverCheckReason why;
         uint32_t cmp;
@@ -268,7 +268,7 @@ static json_object *explain_next_check(Manager *m, const char *path, const IverS
 }
 
 /* explain: the cache's record of path (st: NULL when it cannot be stat'ed). */
-static void explain_record(Manager *m, json_object *o, const char *path, const IverStat *st, IverCookieSource src,
+static void explain_record(House *m, json_object *o, const char *path, const IverStat *st, IverCookieSource src,
                            const IverDecision *dec) {
         IverCache *cache = iver_context_cache(m->ctx);
         uint32_t idx = iver_cache_find_path(cache, path, strlen(path));
@@ -293,7 +293,7 @@ static void explain_record(Manager *m, json_object *o, const char *path, const I
 
 /* Everything about one file: the deciding rule, identity, cookies now and at
  * the last measurement, what each heuristic would do now, list entries. */
-static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
+static json_object *verb_explain(House *m, Conn *c, json_object *req) {
         json_object *v; /* an absolute path (request.c) */
         (void) json_object_object_get_ex(req, "path", &v);
         const char *path = json_object_get_string(v);
@@ -318,7 +318,7 @@ static json_object *verb_explain(Manager *m, Conn *c, json_object *req) {
         return o;
 }
 
-typedef json_object *(*verb_fn)(Manager *m, Conn *c, json_object *req);
+typedef json_object *(*verb_fn)(House *m, Conn *c, json_object *req);
 
 static const verb_fn handlers[_VERB_MAX] = {
         [VERB_STATUS] = verb_status,
@@ -333,6 +333,6 @@ static const verb_fn handlers[_VERB_MAX] = {
         [VERB_EXPLAIN] = verb_explain,
 };
 
-json_object *verb_run(VerbId v, Manager *m, Conn *c, json_object *req) {
+json_object *verb_run(VerbId v, House *m, Conn *c, json_object *req) {
         return handlers[v](m, c, req);
 }

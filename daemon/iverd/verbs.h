@@ -5,10 +5,10 @@
 #include "control.h"
 #include "request.h"
 
-typedef struct Manager Manager;
+#include "house.h"
 
 /* The verbs (verbs.c, verbs-evidence.c, verbs-list.c): the manager's answers
  * to the control socket. A handler either returns a reply object (sent at
  * once) or NULL once it has answered itself (conn_reply_fd,
  * conn_reply_stream) or parked the connection. */
-json_object *verb_run(VerbId v, Manager *m, Conn *c, json_object *req);
+json_object *verb_run(VerbId v, House *m, Conn *c, json_object *req);

@@ -17,12 +17,12 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "appraisal.h"
 #include "macro.h"
 #include "pathfd.h"
 #include "thread.h"
@@ -44,6 +44,10 @@ struct Workers {
         pthread_cond_t cond;
         List stat, small, big, done;    /* under lock */
         unsigned big_running;           /* under lock */
+        /* worker health (under lock): statx and small batches in a worker's
+         * hands, and hand-offs finished so far (workers_owe_progress) */
+        unsigned quick_running;
+        uint64_t finished;
         unsigned big_max;
         bool stopping;
         int efd;
@@ -51,6 +55,12 @@ struct Workers {
         List stage;
         size_t light;                   /* small jobs handed over and not yet taken back */
         Job *hashing[HASHING_BUCKETS];  /* jobs of inodes with nlink > 1 in the workers' hands */
+        workers_after_hash_fn after_hash;
+        /* the path each worker is at (atomic; NULL: none), for a stall's log
+         * line: a job's path lives until the loop takes the job back, and
+         * only the loop reads these */
+        const char **held;
+        unsigned started;               /* atomic: hands each worker its slot */
         unsigned n;
         pthread_t threads[];
 };
@@ -199,21 +209,28 @@ static bool run(Workers *w, Job *j, DirCache *c) {
                 }
         }
         if (j->opt.read_ima_xattr && j->r >= 0)
-                appraisal_run(j); /* appraisal, and the ima-sig signature */
+                w->after_hash(j); /* appraisal, and the ima-sig signature */
         return true;
 }
 
 /* Run a batch; jobs that turned out big move to *ret_big. A batch of small
  * files costs one pair of CPU clock reads, shared out by bytes hashed (the
  * ledger's hash_cpu_ns stays a sum of what was spent). */
-static void run_batch(Workers *w, DirCache *c, List *batch, List *ret_big) {
+static void hold(Workers *w, unsigned self, const char *path) {
+        __atomic_store_n(&w->held[self], path, __ATOMIC_RELEASE);
+}
+
+static void run_batch(Workers *w, unsigned self, DirCache *c, List *batch, List *ret_big) {
         bool timed = batch->n > 1;
         int64_t cpu0 = timed ? iver_thread_cpu_ns() : 0;
         uint64_t bytes = 0;
         List done = {};
         for (Job *j; (j = take(batch));) {
                 j->opt.no_cpu_time = timed;
-                if (!run(w, j, c)) {
+                hold(w, self, j->path);
+                bool ran = run(w, j, c);
+                hold(w, self, NULL);
+                if (!ran) {
                         append(ret_big, j);
                         continue;
                 }
@@ -254,6 +271,7 @@ StatBatch *stat_batch_free(StatBatch *b) {
 
 static void *worker_main(void *arg) {
         Workers *w = arg;
+        unsigned self = __atomic_fetch_add(&w->started, 1, __ATOMIC_RELAXED);
         DirCache c = { .fd = -EBADF };
         pthread_mutex_lock(&w->lock);
         for (;;) {
@@ -271,9 +289,14 @@ static void *worker_main(void *arg) {
                 if (w->stat.head) {
                         /* the loop waits for these to go on walking */
                         Job *j = take(&w->stat);
+                        w->quick_running++;
                         pthread_mutex_unlock(&w->lock);
+                        hold(w, self, j->stat->dir);
                         stat_run(j->stat);
+                        hold(w, self, NULL);
                         pthread_mutex_lock(&w->lock);
+                        w->quick_running--;
+                        w->finished++;
                         bool wake = !w->done.head;
                         append(&w->done, j);
                         if (wake)
@@ -289,6 +312,7 @@ static void *worker_main(void *arg) {
                         while (batch.n < want && w->small.head &&
                                w->small.head->pending.st.size <= BATCH_FILE_BYTES &&
                                batch.head->pending.st.size <= BATCH_FILE_BYTES);
+                        w->quick_running++;
                 } else {
                         append(&batch, take(&w->big));
                         w->big_running++;
@@ -298,12 +322,15 @@ static void *worker_main(void *arg) {
 
                 List grew = {};
                 dir_cache_expire(&c);
-                run_batch(w, &c, &batch, &grew);
+                run_batch(w, self, &c, &batch, &grew);
 
                 pthread_mutex_lock(&w->lock);
                 list_splice(&w->big, &grew);
                 if (big)
                         w->big_running--;
+                else
+                        w->quick_running--;
+                w->finished++;
                 if (w->big.head && w->big_running < w->big_max)
                         pthread_cond_signal(&w->cond); /* a big one may start now */
                 bool wake = !w->done.head;
@@ -316,17 +343,24 @@ static void *worker_main(void *arg) {
         return NULL;
 }
 
-int workers_new(unsigned n, Workers **ret) {
+int workers_new(unsigned n, workers_after_hash_fn after_hash, Workers **ret) {
         if (n == 0)
                 n = 1;
         Workers *w = calloc(1, sizeof(*w) + n * sizeof(pthread_t));
         if (!w)
                 return -ENOMEM;
+        w->after_hash = after_hash;
+        w->held = calloc(n, sizeof(*w->held));
+        if (!w->held) {
+                free(w);
+                return -ENOMEM;
+        }
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->cond, NULL);
         w->efd = notify_new();
         if (w->efd < 0) {
                 int r = w->efd;
+                free(w->held);
                 free(w);
                 return r;
         }
@@ -379,6 +413,7 @@ Workers *workers_free(Workers *w) {
                 close(w->efd);
         pthread_cond_destroy(&w->cond);
         pthread_mutex_destroy(&w->lock);
+        free(w->held);
         free(w);
         return NULL;
 }
@@ -475,6 +510,32 @@ void workers_flush(Workers *w) {
                 for (size_t i = 0; i < n; i++)
                         pthread_cond_signal(&w->cond);
         pthread_mutex_unlock(&w->lock);
+}
+
+bool workers_owe_progress(Workers *w, uint64_t *ret_finished) {
+        pthread_mutex_lock(&w->lock);
+        /* small files queued while every worker hashes a big one (one worker:
+         * big_max is 1) wait for it: no progress owed until one is free */
+        bool owe = w->quick_running > 0 || w->stat.head || (w->small.head && w->big_running < w->n);
+        *ret_finished = w->finished;
+        pthread_mutex_unlock(&w->lock);
+        return owe;
+}
+
+void workers_held(Workers *w, char *buf, size_t size) {
+        size_t len = 0;
+        if (size == 0)
+                return;
+        buf[0] = 0;
+        for (unsigned i = 0; i < w->n && len + 1 < size; i++) {
+                const char *p = __atomic_load_n(&w->held[i], __ATOMIC_ACQUIRE);
+                if (!p)
+                        continue;
+                int k = snprintf(buf + len, size - len, "%s%s", len ? ", " : "", p);
+                if (k < 0)
+                        break;
+                len = len + (size_t) k < size ? len + (size_t) k : size - 1;
+        }
 }
 
 size_t workers_light(const Workers *w) {

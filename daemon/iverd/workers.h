@@ -65,7 +65,12 @@ void job_free(Job *j); /* loop thread: drops the generation */
 
 typedef struct Workers Workers;
 
-int workers_new(unsigned n, Workers **ret);
+/* What a worker does after a job's hash when the job read security.ima
+ * (opt.read_ima_xattr), on the worker: the manager hands in appraisal_run
+ * (appraisal.h). */
+typedef void (*workers_after_hash_fn)(Job *j);
+
+int workers_new(unsigned n, workers_after_hash_fn after_hash, Workers **ret);
 Workers *workers_free(Workers *w);   /* joins the threads; pending jobs are dropped */
 int workers_eventfd(const Workers *w);
 /* Stage a job (pending.st.size tells a big file); staged jobs reach the
@@ -98,3 +103,12 @@ int workers_measure_link(const char *path, const IverMeasureOptions *opt, IverMe
 /* Take all finished jobs (oldest first); clears the eventfd. */
 Job *workers_take_done(Workers *w);
 unsigned workers_count(const Workers *w);
+/* Worker health (the watchdog's question, loop thread): whether the pool owes
+ * progress now: a statx batch or small files (< 64 MiB) waiting or in a
+ * worker's hands, which the worker kept free of big files finishes within
+ * seconds; big files alone owe none (a hash may take minutes). *ret_finished:
+ * hand-offs (batches, big files) the workers finished so far. */
+bool workers_owe_progress(Workers *w, uint64_t *ret_finished);
+/* The paths the workers are at now, ", "-separated into buf (cut at size;
+ * empty: none), for a stall's log line. Loop thread only. */
+void workers_held(Workers *w, char *buf, size_t size);

@@ -4,7 +4,6 @@
 #include "iver/cache.h"
 #include "iver/appraise.h"
 #include "iver/check.h"
-#include "iver/conf.h"
 #include "iver/cookie.h"
 #include "iver/digest.h"
 #include "iver/imalog.h"

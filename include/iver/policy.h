@@ -21,7 +21,7 @@
  * is reported as structured data (file, line, column, message); library
  * code never prints. */
 
-#ifndef IVER_SYSCONFDIR                 /* as in iver/conf.h */
+#ifndef IVER_SYSCONFDIR                 /* as in lib/conf.h (iverd.conf) */
 #define IVER_SYSCONFDIR "/etc"
 #endif
 #define IVER_POLICY_FILE       IVER_SYSCONFDIR "/iverd/iverd.policy"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iver/conf.h"
+#include "conf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "iver/conf.h"
+#include "conf.h"
 #include "check-run.h"
 
 static void apply_ok(IverConf *c, const char *text) {

@@ -12,7 +12,7 @@
 
 #include "check-run.h"
 #include "fileio.h"
-#include "iver/conf.h"
+#include "conf.h"
 #include "iver/policy.h"
 
 static char dir[] = "/tmp/iver-test-fileio.XXXXXX";

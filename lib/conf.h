@@ -4,7 +4,12 @@
 #include "iver/cookie.h"   /* IverVersionMode */
 #include "iver/digest.h"
 
-/* iverd.conf(5): systemd-style "[Section]" headers and "Key=value" lines.
+/* Not a public header: every setting here is iverd's alone (iverctl and other
+ * programs read none of them), so it is not installed with include/iver/;
+ * the parser stays in libiver, pure logic with its unit test and fuzz target,
+ * and iverd, the tests and the fuzzer include it from lib/.
+ *
+ * iverd.conf(5): systemd-style "[Section]" headers and "Key=value" lines.
  * A configuration starts from the built-in defaults (iver_conf_init());
  * each file applied over it changes only the keys it sets; a key set twice
  * keeps the last value. Command-line options of iverd are applied after the
