@@ -528,6 +528,49 @@ int verb_quote(int argc, char *argv[]) {
         return IVERCTL_EXIT_OK;
 }
 
+/* explain's list entries: the entries of the served list (read from the fd
+ * the daemon passed, up to list_bytes) that name path, as {index, line,
+ * extended} in r's "list_entries" (the daemon does not decode the list). */
+static int explain_entries(json_object *r, int fd, const char *path) {
+        _cleanup_(iver_imalog_reader_freep) IverImaReader *rd = NULL;
+        json_object *v;
+        uint64_t bytes, extended = 0;
+        bool tpm = json_object_object_get_ex(r, "list_extended", &v);
+        if (tpm)
+                extended = json_object_get_uint64(v);
+        int k = reply_list_bytes(r, "explain", &bytes);
+        if (k)
+                return k;
+        if (fd < 0 || iver_imalog_reader_new(fd, 0, &rd) < 0) {
+                fprintf(stderr, "iverctl explain: no measurement list in the reply\n");
+                return IVERCTL_EXIT_DAEMON;
+        }
+        json_object *entries = json_object_new_array();
+        size_t len = strlen(path);
+        for (uint64_t i = 0;; i++) {
+                _cleanup_(iver_imalog_entry_freep) IverImaEntry *ent = NULL;
+                _cleanup_free_ char *line = NULL;
+                size_t n;
+                k = iver_imalog_reader_next(rd, bytes, &ent);
+                if (k < 0) {
+                        json_object_put(entries);
+                        fprintf(stderr, "iverctl explain: cannot read the measurement list: %s\n", strerror(-k));
+                        return k == -ENOMEM ? oom() : IVERCTL_EXIT_DAEMON;
+                }
+                if (k == 0)
+                        break;
+                if (!iver_imalog_entry_names(ent, path, len) || iver_imalog_entry_to_ascii(ent, &line, &n) < 0)
+                        continue;
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "index", json_object_new_uint64(i));
+                json_object_object_add(o, "line", json_object_new_string_len(line, (int) (n && line[n - 1] == '\n' ? n - 1 : n)));
+                json_object_object_add(o, "extended", json_object_new_boolean(tpm && i < extended));
+                json_object_array_add(entries, o);
+        }
+        json_object_object_add(r, "list_entries", entries);
+        return IVERCTL_EXIT_OK;
+}
+
 int verb_explain(int argc, char *argv[]) {
         if (argc != 2) {
                 fprintf(stderr, "iverctl explain: usage: explain PATH\n");
@@ -544,12 +587,18 @@ int verb_explain(int argc, char *argv[]) {
         }
         json_object *req = request("explain"), *r;
         (void) json_add(&req, "path", json_object_new_string(p));
-        int ret = call(req, 0, &r);
+        _cleanup_close_ int fd = -1;
+        int ret = call_fd(req, 0, &r, &fd);
         json_object_put(req);
         if (ret)
                 return ret;
-        json_object_object_del(r, "ok");
-        print_json(r);
+        ret = explain_entries(r, fd, p);
+        if (ret == IVERCTL_EXIT_OK) {
+                json_object_object_del(r, "ok");
+                json_object_object_del(r, "list_bytes");
+                json_object_object_del(r, "list_extended");
+                print_json(r);
+        }
         json_object_put(r);
-        return IVERCTL_EXIT_OK;
+        return ret;
 }

@@ -48,58 +48,12 @@ int evidence_list_open(const Evidence *e, int *ret_fd, uint64_t *ret_bytes, uint
         return 0;
 }
 
-int evidence_list_foreach(const Evidence *e, EvidenceEntryFunc f, void *userdata) {
-        _cleanup_(iver_imalog_reader_freep) IverImaReader *rd = NULL;
-        const IverImaFile *lf;
-        uint64_t end, entries;
-        int r;
-
-        r = served(e, &lf, &end, &entries);
-        if (r < 0)
-                return r;
-        r = iver_imalog_reader_new(iver_imalog_file_fd(lf), 0, &rd);
-        if (r < 0)
-                return r;
-        for (size_t i = 0;; i++) {
-                _cleanup_(iver_imalog_entry_freep) IverImaEntry *ent = NULL;
-                r = iver_imalog_reader_next(rd, end, &ent);
-                if (r <= 0)
-                        return r;
-                r = f(i, ent, userdata);
-                if (r < 0)
-                        return r;
-        }
-}
-
-typedef struct EntriesFor {
-        const char *path;
-        size_t len;
-        size_t extended;
-        bool tpm;
-        json_object *array;
-} EntriesFor;
-
-static int entry_for(size_t i, const IverImaEntry *ent, void *userdata) {
-        EntriesFor *w = userdata;
-        _cleanup_free_ char *line = NULL;
-        size_t len;
-
-        if (!iver_imalog_entry_names(ent, w->path, w->len) || iver_imalog_entry_to_ascii(ent, &line, &len) < 0)
-                return 0;
-        json_object *o = json_object_new_object();
-        json_object_object_add(o, "index", json_object_new_uint64(i));
-        json_object_object_add(o, "line", json_object_new_string_len(line, (int) (len && line[len - 1] == '\n' ? len - 1 : len)));
-        json_object_object_add(o, "extended", json_object_new_boolean(w->tpm && i < w->extended));
-        json_object_array_add(w->array, o);
-        return 0;
-}
-
-void evidence_entries_for(const Evidence *e, const char *path, json_object *array) {
-        TpmThreadState st = {};
-        if (e->tpm)
-                tpm_thread_state(e->tpm, &st);
+int evidence_list_extended(const Evidence *e, uint64_t *ret) {
+        if (!e || !e->tpm)
+                return -ENODEV;
+        TpmThreadState st;
+        tpm_thread_state(e->tpm, &st);
         /* a served list holds extended entries only */
-        EntriesFor w = { .path = path, .len = strlen(path), .extended = e->shared ? st.served_entries : st.extended,
-                         .tpm = e->tpm != NULL, .array = array };
-        (void) evidence_list_foreach(e, entry_for, &w);
+        *ret = e->shared ? st.served_entries : st.extended;
+        return 0;
 }

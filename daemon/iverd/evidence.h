@@ -69,12 +69,8 @@ int evidence_list_fd(const Evidence *e);
  * quote and explain verbs). A new read-only fd on the binary list for a
  * client, with the bytes and entries written so far (whole records): */
 int evidence_list_open(const Evidence *e, int *ret_fd, uint64_t *ret_bytes, uint64_t *ret_entries);
-/* Each entry in list order, with its index; f returning < 0 stops the walk
- * (and is returned). */
-typedef int (*EvidenceEntryFunc)(size_t index, const IverImaEntry *entry, void *userdata);
-int evidence_list_foreach(const Evidence *e, EvidenceEntryFunc f, void *userdata);
-/* The list entries recorded for path (ASCII lines), appended to array. */
-void evidence_entries_for(const Evidence *e, const char *path, json_object *array);
+/* How many of the served list's entries the PCRs hold; -ENODEV without a TPM. */
+int evidence_list_extended(const Evidence *e, uint64_t *ret);
 /* A quote over every PCR the list uses in the banks of bank_mask
  * (IVER_TPM_BANK mask, 0: every bank iverd extends), made by the TPM thread.
  * 0: done(userdata, quote, NULL) or done(userdata, NULL, error) is called

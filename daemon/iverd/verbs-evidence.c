@@ -28,7 +28,7 @@ static json_object *base64(const uint8_t *p, size_t len) {
 /* The list goes to the client as a read-only fd on its file with the length
  * it has now (whole records; the list only grows): the daemon neither copies
  * nor decodes it, so a list of any length costs the loop nothing. */
-static json_object *list_reply(House *m, json_object *o, int *ret_fd) {
+json_object *verb_list_reply(House *m, json_object *o, int *ret_fd) {
         uint64_t bytes, entries;
         int r = evidence_list_open(m->evidence, ret_fd, &bytes, &entries);
         if (r < 0) {
@@ -45,7 +45,7 @@ json_object *verb_log(House *m, Conn *c, json_object *req) {
         int fd = -1;
         if (!m->evidence)
                 return reply_error("no measurement list");
-        json_object *o = list_reply(m, ok_reply(), &fd);
+        json_object *o = verb_list_reply(m, ok_reply(), &fd);
         if (fd < 0)
                 return o;
         conn_reply_fd(c, o, fd);
@@ -76,7 +76,7 @@ static void quote_done(void *userdata, const IverTpmQuote *q, const char *error)
         ADD(o, "selection", json_object_new_string(q->selection));
         ADD(o, "pcr", json_object_new_int((int) evidence_pcr(qr->m->evidence)));
         int fd = -1;
-        o = list_reply(qr->m, o, &fd);
+        o = verb_list_reply(qr->m, o, &fd);
         if (fd < 0)
                 conn_reply(c, o);
         else

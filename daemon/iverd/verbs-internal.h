@@ -15,6 +15,10 @@ static inline json_object *ok_reply(void) {
 /* verbs-evidence.c. log: {"list_bytes", "list_entries"} with a read-only fd
  * on the binary list (SCM_RIGHTS); NULL once answered, or an error reply. */
 json_object *verb_log(House *m, Conn *c, json_object *req);
+/* o with the list's "list_bytes" and "list_entries", *ret_fd a read-only fd
+ * on the served list (whole records up to list_bytes); an error reply (o
+ * freed, *ret_fd -1) when the list cannot be opened. */
+json_object *verb_list_reply(House *m, json_object *o, int *ret_fd);
 /* quote {"nonce": HEX, "banks": [...]}: NULL (answered later, with the
  * list's fd as log) or an error reply. */
 json_object *verb_quote(House *m, Conn *c, json_object *req);
