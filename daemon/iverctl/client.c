@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conf.h"
 #include "grow.h"
 #include "client.h"
 #include "iver/imalog.h"
@@ -71,11 +72,27 @@ json_object *request(const char *verb) {
         return o;
 }
 
+/* --socket, else $IVERD_SOCKET, else iverd.conf's Socket= (the file iverd
+ * reads by default; one iverctl cannot read, or that does not parse, leaves
+ * the default), else the default. */
 static const char *socket_path(void) {
+        static char conf_socket[108];
         if (arg_socket)
                 return arg_socket;
         const char *e = getenv("IVERD_SOCKET");
-        return e && *e ? e : "/run/iverd/iverd.sock";
+        if (e && *e)
+                return e;
+        if (!conf_socket[0]) {
+                IverConf c;
+                snprintf(conf_socket, sizeof(conf_socket), "%s", IVER_CONF_DEFAULT_SOCKET);
+                if (iver_conf_init(&c) >= 0) {
+                        if (iver_conf_load_file(&c, IVER_CONF_FILE, IVER_CONF_LOAD_MISSING_OK, NULL) >= 0 && c.socket_path &&
+                            strlen(c.socket_path) < sizeof(conf_socket))
+                                snprintf(conf_socket, sizeof(conf_socket), "%s", c.socket_path);
+                        iver_conf_done(&c);
+                }
+        }
+        return conf_socket;
 }
 
 /* recv, keeping an fd that comes with the bytes (SCM_RIGHTS) in *fd if fd

@@ -49,5 +49,19 @@ msg=$("$B/iverd" --policy /dev/null --tpm none --runtime-dir "$S/run" --state-di
 echo "$msg" | head -3
 [[ $msg == *"$P1/etc/iverd/iverd.conf"* ]] || fail "iverd did not read $P1/etc/iverd/iverd.conf"
 
+step "iverctl finds the socket iverd.conf names (Socket=), with no --socket or \$IVERD_SOCKET"
+mkdir -p "$S/tree"
+printf '[Paths]\nRuntimeDirectory=%s/run\nStateDirectory=%s/state\nSocket=%s/conf.sock\n' "$S" "$S" "$S" \
+        >"$P1/etc/iverd/iverd.conf"
+printf 'measure path="%s/tree/**"\n' "$S" >"$S/p.policy"
+IVERD_LOG_STDERR=1 "$B/iverd" --policy "$S/p.policy" --tpm none >"$S/iverd.log" 2>&1 &
+ipid=$!
+trap 'kill $ipid 2>/dev/null || true; wait $ipid 2>/dev/null || true; rm -rf "$S"' EXIT
+for _ in $(seq 100); do [ -S "$S/conf.sock" ] && break; sleep 0.05; done
+[ -S "$S/conf.sock" ] || { cat "$S/iverd.log"; fail "iverd did not create the socket iverd.conf names"; }
+env -u IVERD_SOCKET "$B/iverctl" status >/dev/null || fail "iverctl did not find the daemon at iverd.conf's Socket="
+echo "iverctl status answered through $S/conf.sock"
+kill $ipid; wait $ipid 2>/dev/null || true
+
 echo
 echo "PASS"
