@@ -140,8 +140,14 @@ uint64_t iver_imalog_prefix_match_padded(const IverImaPrefixMatch *m) {
         return mask;
 }
 
-int iver_imalog_prefix_match_feed(IverImaPrefixMatch *m, const IverImaEntry *e) {
+/* v = H(v || e's digest in v's bank, in the real or the padded form). */
+static int extend_form(IverDigest *v, const IverImaEntry *e, bool padded) {
         IverDigest d;
+        int r = iver_imalog_entry_form_digest(e, v->algo, padded, &d);
+        return r < 0 ? r : extend(v, &d);
+}
+
+int iver_imalog_prefix_match_feed(IverImaPrefixMatch *m, const IverImaEntry *e) {
         int r;
 
         /* An entry of a PCR not given moves no value: it is never the last
@@ -152,18 +158,9 @@ int iver_imalog_prefix_match_feed(IverImaPrefixMatch *m, const IverImaEntry *e) 
         for (size_t b = 0; b < m->n_values; b++) {
                 if (m->values[b].pcr != e->pcr)
                         continue;
-                r = iver_imalog_entry_bank_digest(e, m->values[b].value.algo, &d);
-                if (r < 0)
-                        return r;
-                r = extend(&m->cur[b], &d);
-                if (r < 0)
-                        return r;
-                if (!padded_form(m, b))
-                        continue;
-                r = iver_imalog_entry_padded_digest(e, m->values[b].value.algo, &d);
-                if (r < 0)
-                        return r;
-                r = extend(&m->pad[b], &d);
+                r = extend_form(&m->cur[b], e, false);
+                if (r >= 0 && padded_form(m, b))
+                        r = extend_form(&m->pad[b], e, true);
                 if (r < 0)
                         return r;
         }

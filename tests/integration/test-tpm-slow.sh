@@ -36,17 +36,7 @@ PROXY_PID=$!
 for _ in $(seq 100); do [ -S "$D/proxy.sock" ] && break; sleep 0.05; done
 [ -S "$D/proxy.sock" ] || fail "proxy did not start"
 # the service manager's side of sd_notify: every message with its time
-python3 - "$D/notify.sock" "$D/notify.log" <<'PY' &
-import socket, sys, time
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-with open(sys.argv[2], "a", buffering=1) as f:
-    while True:
-        m = s.recv(4096).decode(errors="replace")
-        for line in m.split("\n"):
-            if line:
-                f.write("%.3f %s\n" % (time.monotonic(), line))
-PY
+python3 "$(dirname "${BASH_SOURCE[0]}")/notify-sink.py" "$D/notify.sock" "$D/notify.log" &
 NOTIFY_PID=$!
 for _ in $(seq 100); do [ -S "$D/notify.sock" ] && break; sleep 0.05; done
 
