@@ -267,10 +267,10 @@ static int forms_feed(Forms *f, const IverImaEntry *e) {
 
 /* Which of those banks hold the kernel's padded SHA-1 form (a bank it had
  * no hash for when its IMA started): the form each value replays in over
- * the served list and then the kernel's entries not served yet (read after
- * the values). Where no prefix replays (an extend not yet served after a
- * crash) the forms are kept as they were. */
-static int find_forms(TpmThread *t, const IverPcrValue *values, size_t nv, const IverImaLog *k) {
+ * the served list (as the resync left it) and then the kernel's entries
+ * k[from..] not served (read after the values). Where no prefix replays the
+ * forms are kept as they were. */
+static int find_forms(TpmThread *t, const IverPcrValue *values, size_t nv, const IverImaLog *k, size_t from) {
         TpmShare *s = t->share;
         _cleanup_(iver_imalog_prefix_match_freep) IverImaPrefixMatch *m = NULL;
         _cleanup_(iver_imalog_reader_freep) IverImaReader *rd = NULL;
@@ -282,7 +282,7 @@ static int find_forms(TpmThread *t, const IverPcrValue *values, size_t nv, const
         if (r >= 0)
                 r = iver_imalog_reader_new(iver_imalog_file_fd(s->served), 0, &rd);
         if (r < 0)
-                return r;
+                return r == -ENOMEM ? r : 0;
         iver_imalog_prefix_match_allow_padded(m);
         Forms f = { .m = m };
         r = forms_feed(&f, NULL);
@@ -294,10 +294,10 @@ static int find_forms(TpmThread *t, const IverPcrValue *values, size_t nv, const
                         break;
                 r = forms_feed(&f, e);
         }
-        for (size_t i = 0; r >= 0 && i < iver_imalog_size(k); i++)
+        for (size_t i = from; r >= 0 && i < iver_imalog_size(k); i++)
                 r = forms_feed(&f, iver_imalog_get(k, i));
         if (r < 0 || !f.matched)
-                return r;
+                return r == -ENOMEM ? r : 0;    /* unknown: kept */
         s->padded_banks = 0;
         for (size_t i = 0; i < nv && i < 64; i++)
                 if (f.padded & (UINT64_C(1) << i))
@@ -351,9 +351,6 @@ int tpm_share_resync(TpmThread *t) {
                 r = pending(s, &k);
         if (r < 0 || s->unplaced)
                 return 0;
-        r = find_forms(t, fv, nfv, k);
-        if (r == -ENOMEM)
-                return r;
         const IverImaEntry *const *ke = iver_imalog_entries(k);
         size_t nk = iver_imalog_size(k);
         if (iver_imalog_place_prefix(&t->expected[s->pcr], ke, nk, s->pcr, &v, &n) >= 0) {
@@ -362,7 +359,8 @@ int tpm_share_resync(TpmThread *t) {
                 t->expected_valid = true;
                 t->poison_done = false;
                 t->expected[s->pcr] = v;
-                return serve(t, ke, n, ke, n);
+                r = serve(t, ke, n, ke, n);
+                return r < 0 ? r : find_forms(t, fv, nfv, k, n);
         }
         /* the journal's next entry extended and not served (a crash in between) */
         if (!jn || iver_imalog_place_entry(&t->expected[s->pcr], jn, ke, nk, s->pcr, &v, &before, &through) < 0)
@@ -383,5 +381,6 @@ int tpm_share_resync(TpmThread *t) {
         t->expected_valid = true;
         t->poison_done = false;
         t->expected[s->pcr] = v;
-        return serve(t, ents, through + 1, ke, through);
+        r = serve(t, ents, through + 1, ke, through);
+        return r < 0 ? r : find_forms(t, fv, nfv, k, through);
 }
