@@ -210,8 +210,9 @@ iverd's ctime cookie).
           f"{'yes' if at1m <= 150 else '**no**'} |")
     lt = next((x.get("latency") for x in R["results"] if x.get("latency")), None)
     if lt:
-        P(f"| change-to-list latency p99 ≤ 50 ms (no TPM) | p50 {lt['p50'] * 1e3:.1f} ms, p99 {lt['p99'] * 1e3:.1f} ms, "
-          f"max {lt['max'] * 1e3:.1f} ms ({lt['got']}/{lt['n']} writes seen) | {'yes' if lt['p99'] <= 0.05 and not lt['lost'] else '**no**'} |")
+        P(f"| change-to-list latency p99 ≤ 2.5 s (no TPM): the 2 s a written name takes to come to rest, and 0.5 s | "
+          f"p50 {lt['p50'] * 1e3:.1f} ms, p99 {lt['p99'] * 1e3:.1f} ms, "
+          f"max {lt['max'] * 1e3:.1f} ms ({lt['got']}/{lt['n']} writes seen) | {'yes' if lt['p99'] <= 2.5 and not lt['lost'] else '**no**'} |")
     if not R["results"]:
         P(f"| avoided re-measurement (the read-heavy, mixed, tamper, churn and metadata workloads) | {NOT_MEASURED} | – |")
     for t in report_bulk.targets(R.get("bulk")):
@@ -295,7 +296,9 @@ iverd's ctime cookie).
     if lt:
         P("### Write → new line in ascii_runtime_measurements (ext4, events daemon, no TPM)\n")
         P(f"{lt['n']} sequential appends to distinct small files, 20 ms apart; the clock starts before open(), and stops "
-          f"when a python reader woken by inotify on the list file sees the line for that path. "
+          f"when a python reader woken by inotify on the list file sees the line for that path. A digest computed "
+          f"after a write is listed once the name has come to rest (2 s without a change; iverd(8), Names at rest), "
+          f"at once when the file is used: the figure is that interval and what it takes after it. "
           f"p50 **{lt['p50'] * 1e3:.1f} ms**, p99 **{lt['p99'] * 1e3:.1f} ms**, max {lt['max'] * 1e3:.1f} ms; "
           f"{lt['lost']} not seen within 5 s.\n")
     if sc.get("cached"):
