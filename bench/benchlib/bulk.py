@@ -131,6 +131,10 @@ def bench_fs(fs, mnt, sz, repeat, rows, trees):
         tree = os.path.join(mnt, "bulk-" + wl)
         log(f"bulk {fs}/{wl}: making {small:,} small + {big:,} 1 MiB files")
         files, nbytes, plen, gen_s = make_tree(tree, small, big)
+        # a file written within the rest interval (2 s) waits for its name to
+        # come to rest before it is listed (iverd(8), Names at rest): start
+        # from a tree at rest, or the first run's wall holds that wait
+        time.sleep(2.2)
         trees.append(dict(fs=fs, workload=wl, files=files, bytes=nbytes, path_bytes_per_file=plen, gen_s=gen_s))
         for name, fn in contenders(fs, wl, tree, mnt):
             runs = []
