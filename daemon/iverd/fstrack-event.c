@@ -175,6 +175,8 @@ static int resolve_inode(FsTrack *t, TrackedFs *f, struct file_handle *fh, uint3
         bool found;
         if (fh->handle_bytes > MAX_HANDLE_SZ)
                 return -EINVAL;
+        if (fstrack_handle_ino(f, fh, ret_dev, ret_ino))
+                return 0;
         size_t len = make_key(f, t, fh, key);
         HandleSlot *s = lookup(t->inodes, key, len, &found);
         if (!found) {
@@ -191,6 +193,7 @@ static int resolve_inode(FsTrack *t, TrackedFs *f, struct file_handle *fh, uint3
                         return -ENOMEM;
                 s->dev = fstrack_pack_dev(st.st_dev);
                 s->ino = (uint64_t) st.st_ino;
+                fstrack_handle_learn(f, fh, s->dev, s->ino);
         }
         *ret_dev = s->dev;
         *ret_ino = s->ino;

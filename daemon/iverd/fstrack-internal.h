@@ -20,6 +20,17 @@
 #define FSTRACK_IGNORES_MAX 8192  /* ignore marks on unmeasured directories */
 #define FSTRACK_OVERFLOW_RESCAN_USEC (30 * 1000000ULL) /* at most one rescan for lost events per 30 s */
 
+/* An object handle layout (type, length) of a filesystem whose inode number
+ * iverd reads from the handle's bytes once it has agreed with
+ * open_by_handle_at for FSTRACK_FORM_CHECKS handles; one that disagrees is
+ * never read so again. */
+typedef struct HandleForm {
+        int32_t type;
+        uint16_t bytes;
+        int16_t checks;           /* agreements so far; -1: disagreed */
+} HandleForm;
+#define FSTRACK_FORM_CHECKS 64
+
 typedef struct TrackedFs {
         uint32_t dev;
         fsid_t fsid;
@@ -34,6 +45,8 @@ typedef struct TrackedFs {
         int mount_fd;             /* open during one batch of events only: never pins a mount */
         bool measured;            /* holds a measured directory (not only overlay layers) */
         unsigned layers;          /* layers of measured overlays on it (fstrack-overlay.c) */
+        HandleForm forms[4];      /* object handle layouts read without the kernel (fstrack-handle.c) */
+        uint64_t handles_read;    /* object handles whose inode was read from their bytes */
 } TrackedFs;
 
 /* An overlay mount of the mount table; active: it holds or is below a
@@ -123,6 +136,11 @@ int fstrack_on_events(sd_event_source *s, int fd, uint32_t revents, void *userda
  * queue is empty, -EAGAIN when events are left, -errno on error. */
 int fstrack_drain(FsTrack *t, unsigned rounds);
 void fstrack_caches_clear(FsTrack *t);
+/* fstrack-handle.c: the inode an object handle names, read from its bytes
+ * where the layout is known and has agreed with the kernel (true), else
+ * false (ask open_by_handle_at); and what the kernel said, to check it. */
+bool fstrack_handle_ino(TrackedFs *f, const struct file_handle *fh, uint32_t *ret_dev, uint64_t *ret_ino);
+void fstrack_handle_learn(TrackedFs *f, const struct file_handle *fh, uint32_t dev, uint64_t ino);
 /* The queue overflowed: coverage restarts (every entry counts as written, so
  * a moved cookie re-hashes) and a rescan finds what else was missed, at most
  * one per FSTRACK_OVERFLOW_RESCAN_USEC however often it overflows. */

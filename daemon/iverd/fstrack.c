@@ -419,6 +419,7 @@ static json_object *fs_json(const TrackedFs *f) {
                                json_object_new_uint64((wall_usec() - f->coverage_since) / 1000000));
         json_object_object_add(e, "events", json_object_new_uint64(f->events));
         json_object_object_add(e, "write_events", json_object_new_uint64(f->writes));
+        json_object_object_add(e, "handles_read", json_object_new_uint64(f->handles_read));
         return e;
 }
 

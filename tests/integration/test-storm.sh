@@ -117,6 +117,9 @@ done
 unnamed=$(awk -v z="$ZERO" '$2 == z && $NF ~ /^unchecked:/' "$W/list" | wc -l)
 echo "storm: user $SU, 2 writers, ~$rate files/s; root's exec $(pct <"$W/storm.ms")"
 echo "storm: tampered executions listed $listed/50 ($digest by digest, $viol by a violation; $unnamed unnamed violation entries)"
+hr=$(ctl status --json | python3 -c "import json,sys; print(sum(f.get('handles_read', 0) for f in json.load(sys.stdin)['tracking']))")
+echo "storm: object handles read without the kernel: $hr"
+[ "$hr" -gt 1000 ] || fail "the write events' handles were not read from their bytes ($hr): open_by_handle_at for each"
 echo "storm: daemon CPU $cpu % of a core; on-access overflows $(js on_access_overflows), unchecked $(js on_access_unchecked), timeouts $(js on_access_timeouts); change-tracking overflows $(grep -c 'queue overflowed' "$W/iverd.log" || true) journal lines"
 [ "$listed" = 50 ] || fail "only $listed of 50 tampered executions listed under the storm"
 p99=$(sort -n "$W/storm.ms" | awk '{ a[NR] = $1 } END { print a[int(NR * 0.99 + 0.5)] }')
