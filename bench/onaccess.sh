@@ -79,6 +79,7 @@ fap=1
 for r in $(seq "$R"); do
         add perm "$("$L" perm "$F")"
         add xperm "$("$L" execperm "$X")"
+        add xbperm "$("$L" execbothperm "$X")"
         start exec
         add e_exec "$("$L" exec "$X")"
         add e_open "$("$L" plain "$F")"
@@ -110,7 +111,7 @@ for r in $(seq "$R"); do
 done
 med() { printf '%s\n' $@ | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 all() { echo ${S[$1]:-}; }
-perm=$(med $(all perm)); xperm=$(med $(all xperm))
+perm=$(med $(all perm)); xperm=$(med $(all xperm)); xbperm=$(med $(all xbperm))
 
 echo "machine: $(nproc) cores, $(uname -r); medians of $R rounds (each a median of 20,000 uses; misses: of 300)"
 [ "$fap" = 1 ] || echo "fapolicyd: not run ($(command -v fapolicyd >/dev/null && tail -1 "$D/fapolicyd.log" || echo not installed))"
@@ -129,10 +130,12 @@ row "no fanotify" "$xplain" "$xperm" "$xplain"
 row "bare FAN_OPEN_EXEC_PERM listener (answers at once)" xperm "$xperm" "$xplain"
 row "fapolicyd (permissive, shipped rules)" f_exec "$xperm" "$xplain"
 row "iverd OnAccess=exec, cached" e_exec "$xperm" "$xplain"
-row "iverd OnAccess=open, cached" o_exec "$xperm" "$xplain"
+row "bare listener of FAN_OPEN_PERM and FAN_OPEN_EXEC_PERM (an exec is two events)" xbperm "$xperm" "$xplain"
+row "iverd OnAccess=open, cached (two events)" o_exec "$xperm" "$xplain"
 row "iverd OnAccess=exec, miss (rewritten before each exec; $e_misses of 300 waited for a hash)" "$e_miss" "$xperm" "$xplain"
 row "iverd OnAccess=open, miss (rewritten before each exec, by a writer's open that waits too)" "$o_xmiss" "$xperm" "$xplain"
-echo "per round, bare / iverd exec cached / iverd open-mode exec cached / fapolicyd (ns): $(all xperm) / $(all e_exec) / $(all o_exec) / $(all f_exec)"
+echo "per round, bare / iverd exec cached / bare of both / iverd open-mode exec cached / fapolicyd (ns): $(all xperm) / $(all e_exec) / $(all xbperm) / $(all o_exec) / $(all f_exec)"
+printf 'iverd OnAccess=open, cached exec vs the bare listener of both events: %.2f×\n' "$(echo "$(med $(all o_exec))/$xbperm" | bc -l)"
 echo "whole exec of /bin/true (posix_spawn + wait): $(us "$spawn_none") µs without, $(us "$spawn_iverd") µs with iverd OnAccess=exec (cached)"
 echo
 echo "### open()+close() of a cached 64 KiB file"

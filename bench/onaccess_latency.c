@@ -12,6 +12,9 @@
  *   execperm FILE    the same with a bare FAN_OPEN_EXEC_PERM listener
  *                    (filesystem mark, answers at once): the round trip
  *                    any on-access measurer costs at the least
+ *   execbothperm FILE the same with a bare listener of both FAN_OPEN_PERM and
+ *                    FAN_OPEN_EXEC_PERM (an exec is then two events, as
+ *                    for a measurer of opens and execs)
  *   execmiss FILE    write new bytes into FILE, then time its execve(): the
  *                    exec waits for the new content to be measured (a miss)
  *   openmiss FILE    the same for open()+close() (OnAccess=open)
@@ -162,7 +165,7 @@ static void listen_on(const char *path, uint64_t mask) {
 
 int main(int argc, char *argv[]) {
         if (argc < 3) {
-                fprintf(stderr, "usage: %s plain|perm|exec|execperm|execmiss|openmiss|spawn FILE [N]\n", argv[0]);
+                fprintf(stderr, "usage: %s plain|perm|exec|execperm|execbothperm|execmiss|openmiss|spawn FILE [N]\n", argv[0]);
                 return 2;
         }
         const char *mode = argv[1], *f = argv[2];
@@ -174,10 +177,12 @@ int main(int argc, char *argv[]) {
                         listen_on(f, FAN_OPEN_PERM);
                 (void) median_open(f, 2000, false);
                 r = median_open(f, n ?: 20000, false);
-        } else if (strcmp(mode, "exec") == 0 || strcmp(mode, "execperm") == 0) {
+        } else if (strcmp(mode, "exec") == 0 || strcmp(mode, "execperm") == 0 || strcmp(mode, "execbothperm") == 0) {
                 (void) median_exec(f, 2000, false);
                 if (strcmp(mode, "execperm") == 0)
                         listen_on(f, FAN_OPEN_EXEC_PERM);
+                else if (strcmp(mode, "execbothperm") == 0)
+                        listen_on(f, FAN_OPEN_PERM | FAN_OPEN_EXEC_PERM);
                 (void) median_exec(f, 2000, false);
                 r = median_exec(f, n ?: 20000, false);
         } else if (strcmp(mode, "execmiss") == 0)

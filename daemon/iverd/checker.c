@@ -395,6 +395,13 @@ bool checker_use_cached(House *m, const IverStat *st, bool exec) {
         return fstrack_tracks(m->fstrack, st->dev) && on_record(m, st, exec) && !rest_holds(m->rest, &id);
 }
 
+bool checker_version_exact(House *m, uint32_t dev) {
+        IverCookieSource s = iver_cookie_table_peek(iver_context_cookies(m->ctx), dev);
+        /* a change after a statx always shows in the next one: the proven
+         * inode version, or multigrain ctime (a queried ctime is never reused) */
+        return s == IVER_COOKIE_STATX_VERSION || s == IVER_COOKIE_CTIME;
+}
+
 void checker_uses_commit(House *m) {
         (void) evidence_commit(m->evidence);
 }

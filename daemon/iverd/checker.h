@@ -57,6 +57,10 @@ int checker_use(House *m, int fd, const char *path, bool exec, int pid, uint64_t
  * decision, no held entry to list, writes to it tracked by the change
  * tracker's group (onaccess-fast.c publishes such uses to its thread). */
 bool checker_use_cached(House *m, const IverStat *st, bool exec);
+/* Whether the change cookie of the filesystem dev shows every change in the
+ * next statx (the inode version, multigrain ctime): then a cached use needs
+ * no look at the tracker's queue. */
+bool checker_version_exact(House *m, uint32_t dev);
 /* The list entries staged so far are committed (a use goes on). */
 void checker_uses_commit(House *m);
 /* The change tracker's fanotify group, or -1. */

@@ -568,6 +568,9 @@ static int oa_use(void *m, int fd, const char *path, bool exec, int pid, uint64_
 static bool oa_use_cached(void *m, const IverStat *st, bool exec) {
         return checker_use_cached(m, st, exec);
 }
+static bool oa_version_exact(void *m, uint32_t dev) {
+        return checker_version_exact(m, dev);
+}
 static void oa_uses_commit(void *m) {
         checker_uses_commit(m);
 }
@@ -587,6 +590,7 @@ static bool oa_dir_measured(void *m, const char *dir) {
 static const OnAccessOps onaccess_ops = {
         .use = oa_use,
         .use_cached = oa_use_cached,
+        .version_exact = oa_version_exact,
         .uses_commit = oa_uses_commit,
         .track_fd = oa_track_fd,
         .violation = oa_violation,

@@ -9,12 +9,18 @@
  * the uses (open, exec) the loop found on record unchanged for it: checked
  * again at publication, after everything the loop did since (checker_use_cached:
  * the one decision, the cache's hit rule, no held entry, writes tracked
- * without a gap). Whatever the loop does next may change that word, so
+ * without a gap), and whether its filesystem's cookie shows every change in
+ * the next statx. Whatever the loop does next may change that word, so
  * every entry carries the epoch it was published in, and the loop starts a
  * new epoch (odd: busy, no entry valid) for each callback it runs
- * (manager.c's loop): the table holds while the loop sleeps. A write closed
- * before the use is an event of the change tracker's group: one the loop
- * has not read yet (FIONREAD) sends the use to the loop. */
+ * (manager.c's loop): the table holds while the loop sleeps. A write to the
+ * file since the use the entry was published from changes what statx shows
+ * (the inode version; multigrain ctime, since that statx queried it), so the
+ * version compare alone sees it. Where the ctime is coarse, a write in the
+ * same tick does not: a write closed before the use is an event of the
+ * change tracker's group, and one the loop has not read yet (FIONREAD)
+ * sends the use to the loop. A writer that still has the file open fails
+ * the lease (open) or the exec (ETXTBSY). */
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
@@ -36,8 +42,7 @@ static bool same_version(const FastEntry *e, const IverStat *st) {
 }
 
 void onaccess_fast_offer(OnAccess *o, const IverStat *st) {
-        /* the thread reads the group in open mode only (exec mode: in a stall) */
-        if (!o || !(o->mask & FAN_OPEN_PERM) || o->n_offers >= FAST_OFFERS)
+        if (!o || o->n_offers >= FAST_OFFERS)
                 return;
         o->offers[o->n_offers++] = (FastOffer) { .st = *st };
 }
@@ -68,7 +73,9 @@ void onaccess_loop_idle(OnAccess *o) {
                         *e = (FastEntry) { .dev = f->st.dev, .ino = f->st.ino, .gen = f->st.gen, .size = f->st.size,
                                            .mtime = f->st.mtime, .ctime = f->st.ctime, .mode = f->st.mode,
                                            .ino_version = f->st.ino_version,
-                                           .has_ino_version = f->st.has_ino_version, .uses = uses, .epoch = next };
+                                           .has_ino_version = f->st.has_ino_version,
+                                           .exact = o->ops.version_exact(o->ops.userdata, f->st.dev),
+                                           .uses = uses, .epoch = next };
                         __atomic_store_n(&o->want_version, (f->st.mask & IVER_STATX_INO_VERSION) != 0,
                                          __ATOMIC_RELAXED);
                 }
@@ -85,16 +92,18 @@ bool oa_fast_use(OnAccess *o, int fd, bool exec) {
         int track = __atomic_load_n(&o->track_fd, __ATOMIC_RELAXED), queued = 0;
         if (epoch & 1 || track < 0)
                 return false;
-        /* a change event not read yet (a write closed just before this use) */
-        if (ioctl(track, FIONREAD, &queued) < 0 || queued > 0)
-                return false;
         IverStat st;
         if (iver_stat_fd(NULL, fd, __atomic_load_n(&o->want_version, __ATOMIC_RELAXED), &st) < 0)
                 return false;
         pthread_mutex_lock(&o->fast_lock);
         const FastEntry *e = &o->fast[slot(st.dev, st.ino)];
         bool hit = e->epoch == epoch && (e->uses & (exec ? FAST_EXEC : FAST_OPEN)) && same_version(e, &st);
+        bool exact = e->exact;
         pthread_mutex_unlock(&o->fast_lock);
+        /* coarse ctime: a change event not read yet (a write closed just
+         * before this use, in the tick of the version on record) */
+        if (hit && !exact && (ioctl(track, FIONREAD, &queued) < 0 || queued > 0))
+                return false;
         /* the loop still woke meanwhile (a change event read after the look above) */
         if (!hit || __atomic_load_n(&o->epoch, __ATOMIC_SEQ_CST) != epoch)
                 return false;

@@ -55,13 +55,11 @@ Waiter *oa_push(OnAccess *o, int fd, WaiterState state, bool exec) {
         return w;
 }
 
-/* The timer thread: answers at deadlines, reads the group in open mode (or
- * when the loop stalls). Touches only the waiters and the group's fd. */
+/* The reading thread: reads the group (answering cached uses itself, handing
+ * the rest to the loop as waiters) and answers waiters at their deadlines.
+ * Touches only the waiters, the fast table and the group's fd. */
 void *oa_thread_main(void *arg) {
         OnAccess *o = arg;
-        bool reader = o->mask & FAN_OPEN_PERM; /* the loop's own opens must not wait for it */
-        uint64_t stall_seen = 0, stall_since = 0;
-        bool stall_watch = false;
         for (;;) {
                 uint64_t now = now_usec(), next = UINT64_MAX;
                 bool fired = false;
@@ -83,40 +81,17 @@ void *oa_thread_main(void *arg) {
                                 next = w->deadline;
                 }
                 pthread_mutex_unlock(&o->lock);
-                uint64_t drained = GET(o->drained);
                 if (fired)
                         notify_send(o->loop_efd);
 
                 struct pollfd p[2] = { { .fd = o->thread_efd, .events = POLLIN }, { .fd = o->fd, .events = POLLIN } };
-                nfds_t nfds = reader || !stall_watch ? 2 : 1;
-                uint64_t until = next;
-                if (stall_watch && stall_since + STALL_USEC < until)
-                        until = stall_since + STALL_USEC;
-                int ms = until == UINT64_MAX ? -1 : until <= now ? 0 : (int) ((until - now + 999) / 1000);
-                if (poll(p, nfds, ms) < 0)
+                int ms = next == UINT64_MAX ? -1 : next <= now ? 0 : (int) ((next - now + 999) / 1000);
+                if (poll(p, 2, ms) < 0)
                         continue;
                 if (p[0].revents & POLLIN)
                         notify_ack(o->thread_efd);
-                bool pending = nfds == 2 && (p[1].revents & POLLIN);
-                if (reader) {
-                        if (pending)
-                                oa_read_events(o, true);
-                        continue;
-                }
-                /* exec mode: events pending while the loop reads nothing for
-                 * STALL_USEC: read them here so their deadlines run */
-                if (pending) {
-                        stall_watch = true;
-                        stall_seen = drained;
-                        stall_since = now_usec();
-                } else if (stall_watch && now_usec() >= stall_since + STALL_USEC) {
-                        bool stuck = GET(o->drained) == stall_seen;
-                        if (stuck) {
-                                INC(o->stalled_reads);
-                                oa_read_events(o, true);
-                        }
-                        stall_watch = false;
-                }
+                if (p[1].revents & POLLIN)
+                        oa_read_events(o);
         }
         return NULL;
 }
@@ -249,7 +224,6 @@ void onaccess_flushed(OnAccess *o) {
 void oa_stop(OnAccess *o) {
         if (o->fd < 0)
                 return;
-        o->source = sd_event_source_disable_unref(o->source);
         pthread_mutex_lock(&o->lock);
         o->stopping = true;
         for (size_t i = 0; i < o->n; i++)

@@ -14,7 +14,6 @@
 #define MAX_FS 64
 #define MAX_WAITERS 4096
 #define MAX_UNCHECKED 1024       /* uses allowed unchecked, waiting for their violation entry */
-#define STALL_USEC 100000ULL     /* the loop left events unread this long: the thread reads */
 #define FAST_SLOTS 4096          /* cached uses the reading thread answers (a power of 2) */
 #define FAST_OFFERS 256          /* uses offered for it in one wake-up of the loop */
 #define FAST_OPEN 1
@@ -63,6 +62,7 @@ typedef struct FastEntry {
         uint64_t ino, gen, size, ino_version;
         int64_t mtime, ctime;
         bool has_ino_version;
+        bool exact;                  /* its filesystem's cookie sees every change (no queue look) */
         uint8_t uses;                /* FAST_OPEN | FAST_EXEC */
 } FastEntry;
 
@@ -72,7 +72,7 @@ struct OnAccess {
         IverOnAccess mode;
         int fd;
         uint64_t mask, timeout_usec;
-        sd_event_source *source, *wake_source, *exit_source;
+        sd_event_source *wake_source, *exit_source;
         uint32_t devs[MAX_FS];       /* packed as IverStat.dev */
         unsigned n_devs;
         pid_t self;
@@ -84,7 +84,7 @@ struct OnAccess {
         size_t n_unchecked;
         uint64_t unchecked_lost;      /* beyond the ring: counted in one entry */
         bool unlimited;               /* FAN_UNLIMITED_QUEUE: the kernel never drops a use */
-        uint64_t next_id, drained;    /* relaxed atomics */
+        uint64_t next_id;             /* relaxed atomic */
         bool stopping, overflowed;
         int loop_efd, thread_efd;
         pthread_t thread;
@@ -100,7 +100,7 @@ struct OnAccess {
         size_t n_offers;
 
         /* counters (relaxed atomics: both threads count) */
-        uint64_t events, self_allowed, cached, measured, timeouts, unchecked, stalled_reads, overflows, by_reader;
+        uint64_t events, self_allowed, cached, measured, timeouts, unchecked, overflows, by_reader;
 };
 
 /* FAN_ALLOW for the event whose fd is fd. */
@@ -112,8 +112,9 @@ Waiter *oa_push(OnAccess *o, int fd, WaiterState state, bool exec);
  * violation entry is listed by the loop (oa_on_wake). Any thread; not under
  * the lock. */
 void oa_allow_unchecked(OnAccess *o, int fd, bool exec);
-/* Read what the group has; on the thread, uses become W_NEW waiters. */
-void oa_read_events(OnAccess *o, bool on_thread);
+/* On the thread: read what the group has; uses it cannot answer at once
+ * become W_NEW waiters. */
+void oa_read_events(OnAccess *o);
 void *oa_thread_main(void *arg);
 /* On the reading thread: whether the use of fd (the event's) is answered at
  * once, from what the loop published (onaccess-fast.c). */

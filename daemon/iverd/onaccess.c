@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* fanotify permission events: measured before use (see onaccess.h).
  *
- * Who reads the group: in exec mode the event loop (a cache hit is answered
- * in the same wake-up); in open mode a thread, because the daemon's own
- * threads open files on marked filesystems (state files, configuration,
- * hashing by path) and must never wait for an answer from themselves. In exec
- * mode the thread takes over reading when the loop left events unread for
- * STALL_USEC. Uses the loop has not answered yet
- * are waiters; the thread answers them at their deadline. Only ever FAN_ALLOW:
+ * Who reads the group: a thread, in both modes. The daemon's own threads
+ * open files on marked filesystems (state files, configuration, hashing by
+ * path) and must never wait for an answer from themselves; and a cached use
+ * is answered by the thread itself, at a bare listener's cost
+ * (onaccess-fast.c), with no wake-up of the loop. Uses it cannot answer are
+ * waiters for the loop; the thread answers them at their deadline. Only ever
+ * FAN_ALLOW:
  * iverd records, it does not enforce. */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,40 +67,9 @@ void oa_allow_unchecked(OnAccess *o, int fd, bool exec) {
         notify_send(o->loop_efd);
 }
 
-/* On the loop: a use read by the loop itself (exec mode). */
-static void use_inline(OnAccess *o, int fd, bool exec, int pid) {
-        char path[PATH_MAX + 1];
-        CheckerUse u;
-        uint64_t id = __atomic_add_fetch(&o->next_id, 1, __ATOMIC_RELAXED);
-        int r = o->ops.use(o->ops.userdata, fd, NULL, exec, pid, id, &u);
-        if (r == -EAGAIN)
-                r = oa_fd_path(fd, path, sizeof(path)) < 0 ? 0 : o->ops.use(o->ops.userdata, fd, path, exec, pid, id, &u);
-        if (r != 1) {
-                oa_respond(o, fd);
-                close(fd);
-                INC(o->cached);
-                return;
-        }
-        pthread_mutex_lock(&o->lock);
-        Waiter *w = oa_push(o, fd, W_HASHING, exec);
-        char *p = w ? strdup(path) : NULL;
-        if (w && p) {
-                w->id = id;
-                w->use = u;
-                w->path = p;
-        } else if (w)
-                o->n--;
-        pthread_mutex_unlock(&o->lock);
-        if (w && p) {
-                notify_send(o->thread_efd); /* a new deadline */
-                return;
-        }
-        /* cannot wait for it: allow now, and say so in the list */
-        oa_allow_unchecked(o, fd, exec);
-}
-
-/* Read what the group has. On the thread, uses become waiters for the loop. */
-void oa_read_events(OnAccess *o, bool on_thread) {
+/* On the thread: read what the group has; uses not answered from the fast
+ * table become waiters for the loop. */
+void oa_read_events(OnAccess *o) {
         char buf[16384] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
         bool handed = false; /* the loop has something to look at (a wake-up voids what it published) */
         for (int rounds = 0; rounds < 16; rounds++) {
@@ -137,38 +106,27 @@ void oa_read_events(OnAccess *o, bool on_thread) {
                                 continue;
                         }
                         bool exec = ev->mask & FAN_OPEN_EXEC_PERM;
-                        if (on_thread && oa_fast_use(o, ev->fd, exec)) {
+                        if (oa_fast_use(o, ev->fd, exec)) {
                                 oa_respond(o, ev->fd);
                                 close(ev->fd);
                                 INC(o->cached);
                                 INC(o->by_reader);
                                 continue;
                         }
-                        if (on_thread) {
-                                pthread_mutex_lock(&o->lock);
-                                Waiter *w = oa_push(o, ev->fd, W_NEW, exec);
-                                if (w)
-                                        w->pid = ev->pid;
-                                pthread_mutex_unlock(&o->lock);
-                                if (!w)
-                                        oa_allow_unchecked(o, ev->fd, exec);
-                                handed = true;
-                                continue;
-                        }
-                        use_inline(o, ev->fd, exec, ev->pid);
+                        pthread_mutex_lock(&o->lock);
+                        Waiter *w = oa_push(o, ev->fd, W_NEW, exec);
+                        if (w)
+                                w->pid = ev->pid;
+                        pthread_mutex_unlock(&o->lock);
+                        if (!w)
+                                oa_allow_unchecked(o, ev->fd, exec);
+                        handed = true;
                 }
                 if (drained)
                         break;
         }
-        if (on_thread && handed)
+        if (handed)
                 notify_send(o->loop_efd);
-}
-
-static int on_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        OnAccess *o = userdata;
-        INC(o->drained);
-        oa_read_events(o, false);
-        return 0;
 }
 
 static int on_exit_event(sd_event_source *s, void *userdata) {
@@ -238,22 +196,17 @@ int onaccess_new(sd_event *event, const OnAccessOps *ops, IverOnAccess mode, boo
                 r = o->loop_efd;
         if (r == 0 && (o->thread_efd = notify_new()) < 0)
                 r = o->thread_efd;
-        if (r == 0 && (r = sd_event_add_io(event, &o->source, o->fd, EPOLLIN, on_event, o)) >= 0 &&
-            (r = sd_event_add_io(event, &o->wake_source, o->loop_efd, EPOLLIN, oa_on_wake, o)) >= 0)
+        if (r == 0 && (r = sd_event_add_io(event, &o->wake_source, o->loop_efd, EPOLLIN, oa_on_wake, o)) >= 0)
                 r = sd_event_add_exit(event, &o->exit_source, on_exit_event, o);
         /* uses before anything else the loop has to do (change events of a
          * write storm, scan work): a held use waits for the loop */
-        if (r >= 0 && (r = sd_event_source_set_priority(o->source, SD_EVENT_PRIORITY_IMPORTANT)) >= 0)
+        if (r >= 0)
                 r = sd_event_source_set_priority(o->wake_source, SD_EVENT_PRIORITY_IMPORTANT);
         if (r >= 0) {
-                (void) sd_event_source_set_description(o->source, "onaccess");
                 (void) sd_event_source_set_description(o->wake_source, "onaccess-wake");
                 (void) sd_event_source_set_description(o->exit_source, "onaccess-exit");
         }
         r = r < 0 ? r : 0;
-        /* in open mode the thread reads; the loop must not compete with it */
-        if (r == 0 && (o->mask & FAN_OPEN_PERM))
-                (void) sd_event_source_set_enabled(o->source, SD_EVENT_OFF);
         if (r == 0) {
                 r = thread_start(&o->thread, oa_thread_main, o);
                 o->thread_running = r == 0;
@@ -321,7 +274,6 @@ void onaccess_status(const OnAccess *o, json_object *obj) {
         json_object_object_add(obj, "on_access_timeouts", json_object_new_uint64(GET(o->timeouts)));
         json_object_object_add(obj, "on_access_unchecked", json_object_new_uint64(GET(o->unchecked)));
         json_object_object_add(obj, "on_access_own_opens", json_object_new_uint64(GET(o->self_allowed)));
-        json_object_object_add(obj, "on_access_stalled_reads", json_object_new_uint64(GET(o->stalled_reads)));
         json_object_object_add(obj, "on_access_overflows", json_object_new_uint64(GET(o->overflows)));
         json_object_object_add(obj, "on_access_queue_unlimited", json_object_new_boolean(o->unlimited));
 }

@@ -24,6 +24,7 @@ typedef struct OnAccessOps {
         void *userdata;
         int (*use)(void *userdata, int fd, const char *path, bool exec, int pid, uint64_t waiter, CheckerUse *ret);
         bool (*use_cached)(void *userdata, const IverStat *st, bool exec);
+        bool (*version_exact)(void *userdata, uint32_t dev);
         void (*uses_commit)(void *userdata);
         int (*track_fd)(void *userdata);
         void (*violation)(void *userdata, const char *path, const IverPolicyDecision *d, IverHashAlgo algo,
@@ -43,18 +44,16 @@ typedef struct OnAccessOps {
  * entry ("executed before measured") is listed.
  *
  * The kernel has no timeout for permission events, so nothing here may leave
- * a use waiting on the daemon's health: a timer thread that never touches the
- * cache, the list, the TPM or the journal answers at the deadline and takes
- * over reading the group if the event loop stops draining it; the daemon's
- * own opens (open mode) are answered at once by that thread; on exit every
- * pending event is allowed and the group closed (the kernel allows whatever
- * was still queued). A stopped or hung process still holds uses on the marked
- * filesystems until it is killed (the unit's watchdog does that).
- * Close-after-write events of the same group invalidate cached digests (stores
- * through a shared mapping move no timestamp on tmpfs).
- * In open mode the reading thread answers a cached use itself, from the
- * event's fd and a table the loop publishes after each callback
- * (onaccess-fast.c): no hand-off, no path, no /proc read. */
+ * a use waiting on the daemon's health: the group is read by a thread that
+ * never touches the cache, the list, the TPM or the journal; it answers the
+ * daemon's own opens at once, a cached use itself (from the event's fd and a
+ * table the loop publishes after each callback, onaccess-fast.c: no hand-off,
+ * no path, no /proc read), hands every other use to the loop, and answers
+ * those at their deadline whatever the loop does. On exit every pending
+ * event is allowed and the group closed (the kernel allows whatever was
+ * still queued). A stopped or hung process still holds uses on the marked
+ * filesystems until it is killed (the unit's watchdog does that). Writes are
+ * the change tracker's group (fstrack.c). */
 /* rule_opens: a rule asks for open-time checks (func=open) whatever the mode. */
 int onaccess_new(sd_event *event, const OnAccessOps *ops, IverOnAccess mode, bool rule_opens, uint64_t timeout_usec,
                  OnAccess **ret);

@@ -289,7 +289,6 @@ done
 timeout 10 sh -c "cat '$W/iverd.conf.saved' > '$W/iverd.conf'" || true
 rm -f "$W/iverd.conf"; mv "$W/iverd.conf.saved" "$W/iverd.conf"
 ctl settle --timeout 60 >/dev/null || true
-echo "events the timer thread read while the loop was blocked: $(js on_access_stalled_reads) (0 if a reload can no longer block the loop)"
 for _ in $(seq 40); do [ "$(violations_for "$T/fresh")" -ge 1 ] && break; sleep 0.1; done
 echo "violation entries for fresh (executed before measured, listed when the loop resumed): $(violations_for "$T/fresh")"
 
