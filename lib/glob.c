@@ -280,6 +280,18 @@ bool glob_may_match_below(const Glob *g, const uint8_t *dir, size_t len) {
         return match_ops(g, 0, buf, buf + n, true) == M_MATCH;
 }
 
+bool glob_may_match_child(const Glob *g, const uint8_t *dir, size_t len) {
+        uint8_t buf[4096];
+        size_t n = dir_slash(dir, len, buf, sizeof buf);
+        if (n == 0)
+                return true;
+        size_t k = MIN(n, g->prefix_len);
+        if (memcmp(g->bytes, buf, k) != 0)
+                return false; /* the prefix leaves dir */
+        /* a '/' in the prefix beyond dir + "/": only deeper paths match */
+        return g->prefix_len <= n || !memchr(g->bytes + n, '/', g->prefix_len - n);
+}
+
 bool glob_covers_below(const Glob *g, const uint8_t *dir, size_t len) {
         uint8_t buf[4096];
         size_t n = dir_slash(dir, len, buf, sizeof buf);

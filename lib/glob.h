@@ -56,6 +56,11 @@ bool glob_match(const Glob *g, const uint8_t *text, size_t len);
  * false wrongly. */
 bool glob_may_match_below(const Glob *g, const uint8_t *dir, size_t len);
 
+/* Whether some path directly in directory dir (dir + "/" + a name without
+ * '/') might match. Conservative like glob_may_match_below: false only when
+ * the glob's literal prefix leaves dir or names a deeper directory. */
+bool glob_may_match_child(const Glob *g, const uint8_t *dir, size_t len);
+
 /* Whether the glob matches every path strictly below dir: the glob is a
  * literal prefix of dir + "/" followed by a trailing "**". */
 bool glob_covers_below(const Glob *g, const uint8_t *dir, size_t len);

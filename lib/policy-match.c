@@ -271,6 +271,21 @@ static void below_scan(const IverPolicy *p, const TrieNode *n, const uint8_t *di
         }
 }
 
+bool iver_policy_may_match_child(const IverPolicy *p, IverPolicyClass class, const char *dir, size_t len) {
+        if (!p || class < 0 || class >= _IVER_CLASS_MAX)
+                return false;
+        while (len > 1 && dir[len - 1] == '/')
+                len--;
+        for (size_t i = 0; i < p->n_rules; i++) {
+                const IverRule *r = &p->rules[i];
+                if (iver_policy_action_class(r->action) != class || !iver_policy_action_is_positive(r->action))
+                        continue;
+                if (!(r->set & (1u << COND_PATH)) || glob_may_match_child(&r->path, (const uint8_t *) dir, len))
+                        return true;
+        }
+        return false;
+}
+
 bool iver_policy_may_match_below(const IverPolicy *p, IverPolicyClass class, const char *dir, size_t len) {
         const uint8_t *s = (const uint8_t *) dir;
         uint32_t best_pos = NONE, best_cover = NONE, node = 0;

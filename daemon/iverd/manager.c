@@ -56,6 +56,13 @@ static bool on_report_dir_wanted(void *userdata, const char *dir) {
         return manager_dir_wanted(userdata, dir);
 }
 
+static bool on_report_dir_files(void *userdata, const char *dir) {
+        const Manager *m = userdata;
+        size_t len = strlen(dir);
+        return iver_policy_may_match_child(m->h.gen->policy, IVER_CLASS_MEASURE, dir, len) ||
+               iver_policy_may_match_child(m->h.gen->policy, IVER_CLASS_APPRAISE, dir, len);
+}
+
 static void on_report_new_dir(void *userdata, const char *dir) {
         Manager *m = userdata;
         if (manager_dir_wanted(m, dir))
@@ -118,6 +125,7 @@ static void reports_init(Manager *m) {
                 .check = on_report_check,
                 .rescan = on_report_rescan,
                 .dir_wanted = on_report_dir_wanted,
+                .dir_files = on_report_dir_files,
                 .new_dir = on_report_new_dir,
                 .changed_below = on_report_changed_below,
                 .forget_below = on_report_forget_below,

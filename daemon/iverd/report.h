@@ -20,6 +20,9 @@ typedef struct Reports {
         /* the policy's question for walker and watchers: may anything below
          * dir be measured? */
         bool (*dir_wanted)(void *userdata, const char *dir);
+        /* and may a file directly in dir be measured? (false: dir is only
+         * on the way to what is, an ancestor) */
+        bool (*dir_files)(void *userdata, const char *dir);
         /* a directory appeared (created, moved in): walk it if the policy
          * may measure something below it */
         void (*new_dir)(void *userdata, const char *dir);
@@ -58,6 +61,9 @@ static inline void report_rescan(const Reports *r) {
 }
 static inline bool report_dir_wanted(const Reports *r, const char *dir) {
         return r && r->dir_wanted ? r->dir_wanted(r->userdata, dir) : true;
+}
+static inline bool report_dir_files(const Reports *r, const char *dir) {
+        return r && r->dir_files ? r->dir_files(r->userdata, dir) : true;
 }
 static inline void report_new_dir(const Reports *r, const char *dir) {
         if (r && r->new_dir)

@@ -21,9 +21,14 @@
 
 #define WATCH_MASK (IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | \
                     IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
+/* A directory only on the way to measured ones (an ancestor, e.g. /tmp above
+ * a measured tmpfs): its directories coming and going, not every write to
+ * its files (a writer there would cost the daemon an event each). */
+#define ANCESTOR_MASK (IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
 
 typedef struct WatchDir {
         int wd;
+        bool ancestor;           /* ANCESTOR_MASK: its files are never measured */
         char *path;
 } WatchDir;
 
@@ -199,7 +204,9 @@ void watch_add_fd(Watch *w, int dirfd, const char *dir) {
         bool via_fd = dirfd >= 0 && strlen(dir) >= PATH_MAX;
         if (via_fd)
                 snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dirfd);
-        int wd = (long) w->n < w->budget ? inotify_add_watch(w->fd, via_fd ? proc : dir, WATCH_MASK) : (errno = ENOSPC, -1);
+        bool ancestor = !report_dir_files(w->reports, dir);
+        int wd = (long) w->n < w->budget ? inotify_add_watch(w->fd, via_fd ? proc : dir, ancestor ? ANCESTOR_MASK : WATCH_MASK)
+                                         : (errno = ENOSPC, -1);
         if (wd < 0) {
                 if (errno == ENOSPC) {
                         fstrack_note_unwatched(w->fstrack, dir);
@@ -218,6 +225,7 @@ void watch_add_fd(Watch *w, int dirfd, const char *dir) {
                 return;
         WatchDir *d = slot(w, wd);
         if (d->wd == wd && d->path) {
+                d->ancestor = ancestor; /* the mask was replaced (a policy reload) */
                 if (strcmp(d->path, dir) != 0) { /* same directory under a new name (moved) */
                         char *p = strdup(dir);
                         if (p) {
@@ -231,6 +239,7 @@ void watch_add_fd(Watch *w, int dirfd, const char *dir) {
         if (!d->path)
                 return;
         d->wd = wd;
+        d->ancestor = ancestor;
         w->n++;
 }
 
@@ -268,6 +277,8 @@ static void handle(Watch *w, const struct inotify_event *ev) {
                 return;
         if (ev->len == 0)
                 return; /* IN_DELETE_SELF / IN_MOVE_SELF: the parent's event covers it */
+        if (d->ancestor && !(ev->mask & IN_ISDIR))
+                return; /* a file created or moved where nothing is measured */
         _cleanup_free_ char *p = path_join(d->path, ev->name);
         if (!p)
                 return;
@@ -278,6 +289,7 @@ static void handle(Watch *w, const struct inotify_event *ev) {
                         report_new_dir(w->reports, p);
                 return;
         }
+
         /* a writer closed it: re-hash even if no timestamp moved (mmap stores) */
         if (ev->mask & IN_CLOSE_WRITE)
                 iver_check_invalidate(w->ctx, p);

@@ -205,6 +205,11 @@ int iver_policy_match(const IverPolicy *p, IverPolicyClass class,
 bool iver_policy_may_match_below(const IverPolicy *p, IverPolicyClass class,
                                  const char *dir, size_t len);
 
+/* Whether a file directly in directory dir could be decided positively for
+ * class (a rule's pattern may end there). false: dir is only on the way to
+ * what is measured (an ancestor); its own files never are. Conservative. */
+bool iver_policy_may_match_child(const IverPolicy *p, IverPolicyClass class, const char *dir, size_t len);
+
 /* Whether a measure or appraise rule names func=open (FILE_CHECK): then
  * on-access must see opens even with OnAccess=exec. */
 bool iver_policy_wants_opens(const IverPolicy *p);

@@ -10,6 +10,9 @@
 #         sha256 of the link target; a measured directory swapped for a
 #         symlink to an unmeasured one (rm -r dir; ln -s /elsewhere dir) shows
 #         in the list as a new entry for dir with sha256("/elsewhere").
+#   ancestor  the directory holding the tree's mount point is watched only for
+#         its directories (nothing in it is measured): 400 writes to a file
+#         there reach the daemon as at most a few events.
 # Needs root.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -97,6 +100,19 @@ if wait_listed "$D/tree/bin" "$T"; then note "the swap is in the list: bin → s
 else fail "the swap of bin for a symlink is not in the list"; ctl log --ascii | grep -F "$D/tree/bin"; fi
 # the script reached through the symlink is outside the policy: not listed under it
 ctl log --ascii | grep -qF "$D/elsewhere/run.sh" && fail "a file outside the tree was listed"
+
+step "ancestor: writes next to the tree's mount point cost the daemon no events"
+E0=$(js inotify_events)
+python3 - "$D/noise" <<'PY'
+import os, sys
+for i in range(400):
+    with open(sys.argv[1], "ab") as f:
+        f.write(b"x" * 64)
+PY
+ctl settle --timeout 30 >/dev/null
+E1=$(js inotify_events)
+note "inotify events for 400 writes in $D (an ancestor): $((E1 - E0))"
+((E1 - E0 <= 10)) || fail "$((E1 - E0)) inotify events for writes to a file where nothing is measured (want at most a few)"
 
 alive || true
 stop_iverd

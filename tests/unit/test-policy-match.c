@@ -137,6 +137,37 @@ START_TEST(test_may_match_below) {
 }
 END_TEST
 
+/* Directories only on the way to measured ones (ancestors): their own files
+ * are never measured, so a watcher needs only their directories. */
+START_TEST(test_may_match_child) {
+        IverPolicy *p = load_ok(
+                "measure path=/tmp/rsb.x/t/**\n"
+                "measure path=/etc/ssh/sshd_config\n"
+                "measure path=/opt/*/bin/*\n"
+                "appraise path=/boot/vmlinuz*\n");
+#define CHILD(dir, expect) ck_assert_msg(iver_policy_may_match_child(p, IVER_CLASS_MEASURE, dir, strlen(dir)) == (expect), \
+                                         "may_match_child(%s) should be %s", dir, (expect) ? "true" : "false")
+        CHILD("/", false);
+        CHILD("/tmp", false);
+        CHILD("/tmp/rsb.x", false);
+        CHILD("/tmp/rsb.x/t", true);
+        CHILD("/tmp/rsb.x/t/deep", true);
+        CHILD("/tmp/other", false);
+        CHILD("/etc", false);
+        CHILD("/etc/ssh", true);
+        CHILD("/etc/ssh/", true);
+        CHILD("/opt", true);            /* conservative: '*' is a wildcard right after /opt/ */
+        CHILD("/opt/x/bin", true);
+        CHILD("/boot", false);          /* an appraise rule: another class */
+        ck_assert(iver_policy_may_match_child(p, IVER_CLASS_APPRAISE, "/boot", 5));
+#undef CHILD
+        iver_policy_free(p);
+        p = load_ok("measure func=exec\n");
+        ck_assert(iver_policy_may_match_child(p, IVER_CLASS_MEASURE, "/anything", 9));
+        iver_policy_free(p);
+}
+END_TEST
+
 /* ---- the index against a plain scan ---- */
 /* Random policies over a small alphabet of components and wildcards, random
  * paths over a small alphabet of names: collisions are frequent. */
@@ -199,6 +230,12 @@ START_TEST(test_index_equals_linear_scan) {
                                                               "%s decided by rule %zu but %s said skip\n%s", path, dec.rule, dir, text);
                                         }
                                         ck_assert(iver_policy_may_match_below(p, (IverPolicyClass) c, "/", 1));
+                                        /* nor the ancestor query a file of its directory */
+                                        strcpy(dir, path);
+                                        char *s = strrchr(dir, '/');
+                                        s == dir ? (void) (dir[1] = 0) : (void) (*s = 0);
+                                        ck_assert_msg(iver_policy_may_match_child(p, (IverPolicyClass) c, dir, strlen(dir)),
+                                                      "%s decided by rule %zu but %s said no file of it\n%s", path, dec.rule, dir, text);
                                 }
                         }
                 }
@@ -258,6 +295,7 @@ int main(void) {
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_glob_semantics);
         tcase_add_test(tc, test_may_match_below);
+        tcase_add_test(tc, test_may_match_child);
         tcase_add_test(tc, test_index_equals_linear_scan);
         tcase_add_test(tc, test_decide);
         suite_add_tcase(s, tc);
