@@ -272,7 +272,10 @@ typedef struct IverImaFile IverImaFile;
  * bytes. A record that decodes is never cut. *ret_truncated (optional)
  * receives the bytes dropped. A bad record followed by more data is
  * corruption, not a torn write: -EBADMSG and nothing is changed. The ASCII
- * twin is rebuilt from the binary list. */
+ * twin is rebuilt from the binary list; where the filesystem is full (no room
+ * for the new file), in place: the old twin's lines written over themselves,
+ * in its own blocks and the reservation past them (only a regular file of
+ * ours with one name). */
 int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, size_t *ret_truncated);
 IverImaFile *iver_imalog_file_free(IverImaFile *f);
 static inline void iver_imalog_file_freep(IverImaFile **f) {

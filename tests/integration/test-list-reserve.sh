@@ -43,12 +43,17 @@ start() {
                 --tpmstate dir="$W/tpm-$1" --flags startup-clear,not-need-init >>"$W/swtpm.log" 2>&1 &
         SWTPM_PID=$!
         for _ in $(seq 100); do [ -S "$W/swtpm-$1.sock" ] && break; sleep 0.05; done
-        LOG=$W/iverd-$1.log
-        IVERD_TEST_LIST_RESERVE=$2 IVERD_LOG_STDERR=1 "$BUILD/iverd" --policy "$W/p.policy" --runtime-dir "$RUN" \
-                --state-dir "$W/state" --tpm "swtpm:path=$W/swtpm-$1.sock" --pcr 23 >>"$LOG" 2>&1 &
+        LOG=$W/iverd-$1.log TPMSOCK=$W/swtpm-$1.sock
+        run_iverd "$2"
+}
+
+# run_iverd RESERVE: iverd on $RUN and $TPMSOCK, settled
+run_iverd() {
+        IVERD_TEST_LIST_RESERVE=$1 IVERD_LOG_STDERR=1 "$BUILD/iverd" --policy "$W/p.policy" --runtime-dir "$RUN" \
+                --state-dir "$W/state" --tpm "swtpm:path=$TPMSOCK" --pcr 23 >>"$LOG" 2>&1 &
         IVERD_PID=$!
         for _ in $(seq 200); do ctl status >/dev/null 2>&1 && break; sleep 0.05; done
-        ctl settle --timeout 60 >/dev/null || { tail -20 "$LOG"; fail "$1: iverd did not settle"; exit 1; }
+        ctl settle --timeout 60 >/dev/null || { tail -20 "$LOG"; fail "iverd did not settle"; exit 1; }
 }
 
 stop() {
@@ -75,6 +80,17 @@ listed() {
                         grep -q " sha256:$d $T/$long$i\$" "$W/list" && n=$((n + 1))
         done
         LISTED=$n
+}
+
+# quote_ok TAG: a quote replays the whole list
+quote_ok() {
+        local n nonce
+        n=$(ctl log --ascii | wc -l)
+        nonce=$(openssl rand -hex 20)
+        ctl quote --nonce "$nonce" --out "$W/q" >/dev/null || fail "$1: quote failed"
+        ctl verify "$W/q" --nonce "$nonce" >"$W/verify.txt" 2>&1 || { cat "$W/verify.txt"; fail "$1: iverctl verify rejected the quote"; }
+        grep -q "list of $n entries, $n replayed" "$W/verify.txt" || { cat "$W/verify.txt"; fail "$1: the quote does not replay all $n entries"; }
+        echo "$1: $(grep "^Verified" "$W/verify.txt")"
 }
 
 # change TAG: root changes the N measured files; waits (20 s at most) until
@@ -109,12 +125,31 @@ echo "RESERVE: $LISTED of $N changes listed with the tmpfs full; evidence_broken
 w=$(grep -c "Cannot extend the measurement list's reservation in $RUN" "$LOG" || true)
 [ "$w" = 1 ] || fail "$w journal lines about the short reservation, expected 1"
 grep "reservation in $RUN" "$LOG" | head -1
-n=$(ctl log --ascii | wc -l)
-nonce=$(openssl rand -hex 20)
-ctl quote --nonce "$nonce" --out "$W/q" >/dev/null || fail "quote failed"
-ctl verify "$W/q" --nonce "$nonce" >"$W/verify.txt" 2>&1 || { cat "$W/verify.txt"; fail "iverctl verify rejected the quote"; }
-grep -q "list of $n entries, $n replayed" "$W/verify.txt" || { cat "$W/verify.txt"; fail "the quote does not replay all $n entries"; }
-grep "^Verified" "$W/verify.txt" || true
+quote_ok "full"
+
+echo "== reserve, restart: iverd restarts on the full tmpfs (the list reopened, its ASCII twin rebuilt)"
+stop_pid "$IVERD_PID"; IVERD_PID=""
+b0=$(stat -c %s "$RUN/binary_runtime_measurements") a0=$(wc -l <"$RUN/ascii_runtime_measurements")
+i0=$(stat -c %i "$RUN/ascii_runtime_measurements")
+run_iverd "$RESERVE"
+b1=$(stat -c %s "$RUN/binary_runtime_measurements") a1=$(wc -l <"$RUN/ascii_runtime_measurements")
+i1=$(stat -c %i "$RUN/ascii_runtime_measurements")
+echo "RESTART: binary list $b0 → $b1 B, ASCII $a0 → $a1 lines ($([ "$i0" = "$i1" ] && echo "rebuilt in place" || echo "a new file")); list_length $(js list_length), list_reserved_bytes $(js list_reserved_bytes), list_reserve_short $(js list_reserve_short), evidence_broken $(js evidence_broken)"
+[ "$a1" = "$(js list_length)" ] || fail "the rebuilt ASCII list has $a1 lines for $(js list_length) entries"
+[ "$(js evidence_broken)" = False ] || fail "the evidence broke at the restart"
+[ "$(js list_reserve_short)" = True ] || fail "status does not say the reservation is short after the restart"
+[ "$(js list_reserved_bytes)" -gt 0 ] || fail "no bytes reserved after the restart: the earlier run's reservation went unnoticed"
+quote_ok "restarted full"
+
+echo "== reserve, freed: the filler goes, root changes the files again"
+rm -f "$RUN/filler" "$RUN"/top*
+change freed
+echo "FREED: $LISTED of $N listed; list_reserve_short $(js list_reserve_short), list_reserved_bytes $(js list_reserved_bytes)"
+[ "$LISTED" = $N ] || fail "only $LISTED of root's $N changes listed after the space came back"
+[ "$(js list_reserve_short)" = False ] || fail "the reservation is still short with space free"
+[ "$(js list_reserved_bytes)" -ge "$RESERVE" ] || fail "only $(js list_reserved_bytes) bytes reserved with space free"
+grep -q "reservation in $RUN is whole again" "$LOG" || fail "no journal line for the reservation restored"
+quote_ok "freed"
 stop
 
 echo "== none: no reservation (IVERD_TEST_LIST_RESERVE=0), the same fill and changes"
