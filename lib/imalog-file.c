@@ -4,7 +4,6 @@
  * from it and rebuilt whenever the list is opened. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,28 +13,11 @@
 #include "iver/imalog.h"
 #include "grow.h"
 #include "fileio.h"
-#include "imalog-index.h"
+#include "imalog-file-internal.h"
 #include "macro.h"
 
 #define TEXT_CHUNK (256U * 1024U)
-#define RESERVE_MIN_CHUNK 4096U       /* a page */
 
-struct IverImaFile {
-        int dir_fd;
-        int bin_fd;
-        int ascii_fd;
-        uint64_t size;
-        size_t count;
-        uint32_t pcrs;
-        int ascii_error;
-        ImaIndex index;
-        /* Space kept allocated beyond each file's end (FALLOC_FL_KEEP_SIZE:
-         * st_size, and so every reader, unchanged), so that another writer
-         * filling the filesystem does not end the list. */
-        uint64_t reserve;               /* bytes to keep ahead (0: none) */
-        uint64_t bin_alloc, ascii_alloc; /* allocated up to (as far as we know) */
-        int reserve_error;              /* 0, or why the last extension failed */
-};
 
 /* A new temporary file in dir_fd for name, never one someone left there (a
  * symlink to follow). */
@@ -87,72 +69,6 @@ static int note_entry(IverImaFile *f, const IverImaEntry *e, uint64_t offset) {
         if (e->violation)
                 return 0;       /* never deduplicated */
         return ima_index_add(&f->index, e->pcr, e->template_digest, offset, f->bin_fd);
-}
-
-/* Keep f->reserve bytes allocated past end in fd, extended a chunk (a
- * quarter of the reservation) at a time: one fallocate per chunk the file
- * grows, not per entry. Allocating what is already allocated costs nothing,
- * so *alloc may lag behind the file's blocks (after a reopen or a cut). */
-static int reserve_ahead(const IverImaFile *f, int fd, uint64_t end, uint64_t *alloc) {
-        uint64_t chunk = MAX((uint64_t) RESERVE_MIN_CHUNK, f->reserve / 4);
-        uint64_t want, from;
-
-        if (*alloc >= end + f->reserve)
-                return 0;
-        want = (end + f->reserve + chunk - 1) / chunk * chunk;
-        from = MAX(*alloc, end);
-        if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t) from, (off_t) (want - from)) < 0)
-                return negative_errno();
-        *alloc = want;
-        return 0;
-}
-
-/* Both files' reservations, for ends bin_end and ascii_end: f->reserve_error
- * says how it went (-EOPNOTSUPP sticks: the filesystem cannot). */
-static void reserve_both(IverImaFile *f, uint64_t bin_end, uint64_t ascii_end) {
-        if (f->reserve == 0 || f->reserve_error == -EOPNOTSUPP)
-                return;
-        int r = reserve_ahead(f, f->bin_fd, bin_end, &f->bin_alloc);
-        if (r >= 0)
-                r = reserve_ahead(f, f->ascii_fd, ascii_end, &f->ascii_alloc);
-        f->reserve_error = r == -ENOTSUP ? -EOPNOTSUPP : MIN(r, 0);
-}
-
-/* Where the blocks of an append-only (dense) file end: an earlier run's
- * reservation survives a reopen. Less a block for what a filesystem counts
- * besides data (ext4's extent blocks): never more than is there. */
-static uint64_t allocated_end(int fd) {
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return 0;
-        uint64_t b = (uint64_t) st.st_blocks * 512;
-        return b > (uint64_t) st.st_blksize ? b - (uint64_t) st.st_blksize : 0;
-}
-
-int iver_imalog_file_reserve(IverImaFile *f, uint64_t bytes) {
-        struct stat ast;
-        if (!f)
-                return -EINVAL;
-        if (fstat(f->ascii_fd, &ast) < 0)
-                return negative_errno();
-        f->bin_alloc = MAX(f->bin_alloc, allocated_end(f->bin_fd));
-        f->ascii_alloc = MAX(f->ascii_alloc, allocated_end(f->ascii_fd));
-        f->reserve = bytes;
-        f->reserve_error = 0;
-        reserve_both(f, f->size, (uint64_t) ast.st_size);
-        return f->reserve_error;
-}
-
-int iver_imalog_file_reserve_state(const IverImaFile *f, uint64_t *ret_ahead) {
-        struct stat ast;
-        if (!f)
-                return -EINVAL;
-        if (fstat(f->ascii_fd, &ast) < 0)
-                return negative_errno();
-        uint64_t a = f->bin_alloc > f->size ? f->bin_alloc - f->size : 0;
-        uint64_t b = f->ascii_alloc > (uint64_t) ast.st_size ? f->ascii_alloc - (uint64_t) ast.st_size : 0;
-        *ret_ahead = f->reserve_error == -EOPNOTSUPP ? 0 : MIN(a, b);
-        return f->reserve_error;
 }
 
 IverImaFile *iver_imalog_file_free(IverImaFile *f) {
@@ -389,7 +305,7 @@ static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool s
                 return negative_errno();
         /* room ahead of the batch's end; a full filesystem that refuses more
          * still lets the batch into what is already reserved */
-        reserve_both(f, f->size + size, (uint64_t) ast.st_size + text_len);
+        imalog_file_reserve_both(f, f->size + size, (uint64_t) ast.st_size + text_len);
         r = iver_write_full(f->bin_fd, bin, size);
         if (r >= 0 && sync && fdatasync(f->bin_fd) < 0)
                 r = negative_errno();

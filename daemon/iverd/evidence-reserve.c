@@ -17,7 +17,7 @@
 #include "log.h"
 #include "thread.h"
 
-#define RESERVE_DEFAULT (4ULL << 20)            /* each file: ~14,000 entries of the binary list */
+#define RESERVE_DEFAULT (4ULL << 20)            /* each file: ~28,000 entries of ~150 B */
 #define WARN_INTERVAL_USEC (60ULL * 1000000ULL)
 
 /* IVERD_TEST_LIST_RESERVE: bytes, 0 for none (a test shows the failure mode) */
