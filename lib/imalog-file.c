@@ -18,7 +18,6 @@
 
 #define TEXT_CHUNK (256U * 1024U)
 
-
 /* A new temporary file in dir_fd for name, never one someone left there (a
  * symlink to follow). */
 static int open_temp(int dir_fd, const char *name, mode_t mode, char tmp[static 256]) {
@@ -171,6 +170,17 @@ static int open_in_place(int dir_fd) {
         return TAKE_FD(fd);
 }
 
+/* Cut fd back to size if it is longer. Only then: a truncate to the same
+ * size frees the blocks past the end too (tmpfs), the reservation with them. */
+static int cut_back(int fd, uint64_t size) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if ((uint64_t) st.st_size > size && ftruncate(fd, (off_t) size) < 0)
+                return negative_errno();
+        return 0;
+}
+
 /* Read the binary list back (indexing it) and rebuild the ASCII twin: into
  * a new file, renamed into place later (tmp); or, on a full filesystem,
  * where the new file finds no room, in the old twin's own blocks and the
@@ -181,6 +191,7 @@ static int rebuild_ascii(IverImaFile *f, char tmp[static 256], int *ret_fd, bool
                          uint64_t *ret_size) {
         _cleanup_close_ int fd = open_temp(f->dir_fd, IVER_IMA_ASCII_FILE, 0640, tmp);
         int r = fd < 0 ? fd : read_back(f, fd, ret_end, ret_size);
+        struct stat st;
 
         if (r >= 0) {
                 *ret_in_place = false;
@@ -194,24 +205,16 @@ static int rebuild_ascii(IverImaFile *f, char tmp[static 256], int *ret_fd, bool
         closep(&fd);
         forget_entries(f);
         fd = open_in_place(f->dir_fd);
-        if (fd < 0)
+        if (fd < 0 || fstat(fd, &st) < 0)
                 return r;
         r = read_back(f, fd, ret_end, ret_size);
-        if (r < 0)
+        if (r < 0) {
+                /* what did not fit leaves no partial line behind */
+                (void) cut_back(fd, (uint64_t) st.st_size);
                 return r;
+        }
         *ret_in_place = true;
         *ret_fd = TAKE_FD(fd);
-        return 0;
-}
-
-/* Cut fd back to size if it is longer. Only then: a truncate to the same
- * size frees the blocks past the end too (tmpfs), the reservation with them. */
-static int cut_back(int fd, uint64_t size) {
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if ((uint64_t) st.st_size > size && ftruncate(fd, (off_t) size) < 0)
-                return negative_errno();
         return 0;
 }
 
