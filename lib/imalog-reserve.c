@@ -58,11 +58,17 @@ int iver_imalog_file_reserve(IverImaFile *f, uint64_t bytes) {
                 return -EINVAL;
         if (fstat(f->ascii_fd, &ast) < 0)
                 return negative_errno();
-        f->bin_alloc = MAX(f->bin_alloc, allocated_end(f->bin_fd));
-        f->ascii_alloc = MAX(f->ascii_alloc, allocated_end(f->ascii_fd));
         f->reserve = bytes;
         f->reserve_error = 0;
+        /* all of it asked for: what an earlier run reserved is not taken twice */
+        f->bin_alloc = f->size;
+        f->ascii_alloc = (uint64_t) ast.st_size;
         imalog_file_reserve_both(f, f->size, (uint64_t) ast.st_size);
+        if (f->reserve_error < 0) {
+                /* short: what is there still counts (an estimate: st_blocks) */
+                f->bin_alloc = MAX(f->bin_alloc, allocated_end(f->bin_fd));
+                f->ascii_alloc = MAX(f->ascii_alloc, allocated_end(f->ascii_fd));
+        }
         return f->reserve_error;
 }
 
