@@ -13,21 +13,10 @@
 #include "iver/imalog.h"
 #include "grow.h"
 #include "fileio.h"
-#include "imalog-index.h"
+#include "imalog-file-internal.h"
 #include "macro.h"
 
 #define TEXT_CHUNK (256U * 1024U)
-
-struct IverImaFile {
-        int dir_fd;
-        int bin_fd;
-        int ascii_fd;
-        uint64_t size;
-        size_t count;
-        uint32_t pcrs;
-        int ascii_error;
-        ImaIndex index;
-};
 
 /* A new temporary file in dir_fd for name, never one someone left there (a
  * symlink to follow). */
@@ -159,9 +148,93 @@ static int read_back(IverImaFile *f, int ascii_fd, uint64_t *ret_end, uint64_t *
         return 0;
 }
 
+/* Forget what read_back() counted and indexed (to read the list again). */
+static void forget_entries(IverImaFile *f) {
+        f->count = 0;
+        f->pcrs = 0;
+        ima_index_done(&f->index);
+        ima_index_init(&f->index);
+}
+
+/* The ASCII twin there is, to be rewritten in place: only a regular file of
+ * ours with one name (never through a symlink, never one planted there). */
+static int open_in_place(int dir_fd) {
+        struct stat st;
+        _cleanup_close_ int fd = openat(dir_fd, IVER_IMA_ASCII_FILE, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != geteuid())
+                return -EBADFD;
+        return TAKE_FD(fd);
+}
+
+/* Cut fd back to size if it is longer. Only then: a truncate to the same
+ * size frees the blocks past the end too (tmpfs), the reservation with them. */
+static int cut_back(int fd, uint64_t size) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if ((uint64_t) st.st_size > size && ftruncate(fd, (off_t) size) < 0)
+                return negative_errno();
+        return 0;
+}
+
+/* Read the binary list back (indexing it) and rebuild the ASCII twin: into
+ * a new file, renamed into place later (tmp); or, on a full filesystem,
+ * where the new file finds no room, in the old twin's own blocks and the
+ * reservation past them (*ret_in_place: the same lines written over
+ * themselves, so a reader sees no change but a torn tail cut or lines the
+ * binary list had more; then cut to length by finish_in_place()). */
+static int rebuild_ascii(IverImaFile *f, char tmp[static 256], int *ret_fd, bool *ret_in_place, uint64_t *ret_end,
+                         uint64_t *ret_size) {
+        _cleanup_close_ int fd = open_temp(f->dir_fd, IVER_IMA_ASCII_FILE, 0640, tmp);
+        int r = fd < 0 ? fd : read_back(f, fd, ret_end, ret_size);
+        struct stat st;
+
+        if (r >= 0) {
+                *ret_in_place = false;
+                *ret_fd = TAKE_FD(fd);
+                return 0;
+        }
+        if (fd >= 0)
+                (void) unlinkat(f->dir_fd, tmp, 0);
+        if (r != -ENOSPC && r != -EDQUOT)
+                return r;
+        closep(&fd);
+        forget_entries(f);
+        fd = open_in_place(f->dir_fd);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return r;
+        r = read_back(f, fd, ret_end, ret_size);
+        if (r < 0) {
+                /* what did not fit leaves no partial line behind */
+                (void) cut_back(fd, (uint64_t) st.st_size);
+                return r;
+        }
+        *ret_in_place = true;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/* The twin rewritten in place ends where the rewrite did; appends go to its end. */
+static int finish_in_place(int fd) {
+        off_t end = lseek(fd, 0, SEEK_CUR);
+        int fl = fcntl(fd, F_GETFL);
+        if (end < 0 || fl < 0)
+                return negative_errno();
+        int r = cut_back(fd, (uint64_t) end);
+        if (r < 0)
+                return r;
+        return fcntl(fd, F_SETFL, fl | O_APPEND) < 0 ? negative_errno() : 0;
+}
+
 int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, size_t *ret_truncated) {
         _cleanup_(iver_imalog_file_freep) IverImaFile *f = NULL;
+        _cleanup_close_ int ascii_fd = -EBADF;
         uint64_t end = 0, size = 0;
+        bool in_place = false;
         char tmp[256];
         int r;
 
@@ -178,22 +251,18 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, size_t *ret_t
                            0640);
         if (f->bin_fd < 0)
                 return negative_errno();
-        _cleanup_close_ int ascii_fd = open_temp(f->dir_fd, IVER_IMA_ASCII_FILE, 0640, tmp);
-        if (ascii_fd < 0)
-                return ascii_fd;
-        r = read_back(f, ascii_fd, &end, &size);
-        if (r < 0) {
-                (void) unlinkat(f->dir_fd, tmp, 0);
+        r = rebuild_ascii(f, tmp, &ascii_fd, &in_place, &end, &size);
+        if (r < 0)
                 return r;
-        }
         /* what was listed before is durable before anything of it reaches a PCR */
         if ((end < size && ftruncate(f->bin_fd, (off_t) end) < 0) || fsync(f->bin_fd) < 0) {
                 r = negative_errno();
-                (void) unlinkat(f->dir_fd, tmp, 0);
+                if (!in_place)
+                        (void) unlinkat(f->dir_fd, tmp, 0);
                 return r;
         }
-        f->size = end;
-        r = finish_temp(f->dir_fd, ascii_fd, tmp, IVER_IMA_ASCII_FILE, false, 0);
+        f->size = f->bin_alloc = end;
+        r = in_place ? finish_in_place(ascii_fd) : finish_temp(f->dir_fd, ascii_fd, tmp, IVER_IMA_ASCII_FILE, false, 0);
         if (r < 0)
                 return r;
         f->ascii_fd = TAKE_FD(ascii_fd);
@@ -237,6 +306,9 @@ static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool s
         }
         if (fstat(f->ascii_fd, &ast) < 0)
                 return negative_errno();
+        /* room ahead of the batch's end; a full filesystem that refuses more
+         * still lets the batch into what is already reserved */
+        imalog_file_reserve_both(f, f->size + size, (uint64_t) ast.st_size + text_len);
         r = iver_write_full(f->bin_fd, bin, size);
         if (r >= 0 && sync && fdatasync(f->bin_fd) < 0)
                 r = negative_errno();
@@ -247,8 +319,11 @@ static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool s
                 f->ascii_error = r;
         if (r < 0) {
                 /* Leave no partial record behind: cut back to the last good one. */
-                (void) ftruncate(f->bin_fd, f->size);
-                (void) ftruncate(f->ascii_fd, ast.st_size);
+                (void) cut_back(f->bin_fd, f->size);
+                (void) cut_back(f->ascii_fd, (uint64_t) ast.st_size);
+                /* a cut may free the blocks past the end: reserve them again next time */
+                f->bin_alloc = MIN(f->bin_alloc, f->size);
+                f->ascii_alloc = MIN(f->ascii_alloc, (uint64_t) ast.st_size);
                 return r;
         }
         /* in the list now: counted and indexed (an index that cannot grow

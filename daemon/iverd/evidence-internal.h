@@ -49,11 +49,24 @@ struct Evidence {
         int64_t gap_start_sec, gap_end_sec; /* the gap listed at start (start -1: unknown) */
         QuoteWait *quotes;
         uint64_t next_tag;
+        char *list_dir;                 /* where iverd's own list is (evidence-reserve.c) */
+        uint64_t reserve_target;        /* bytes kept reserved ahead of each list file */
+        int reserve_error;              /* how extending the reservation went last */
+        uint64_t reserve_warned_usec;
+        bool reserve_logged;            /* this shortage was logged */
 };
 
 /* The TPM thread's eventfd is readable. */
 int evidence_on_tpm(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 /* status: gap_at_start_sec (0: a fresh list; null: unknown length) and its start. */
 void evidence_gap_status(const Evidence *e, json_object *o);
+/* Reserve space ahead of the list file f in dir (e->file: the journal hears
+ * how it went; the served list: only a failure); -ENOMEM only. */
+int evidence_reserve_open(Evidence *e, IverImaFile *f, const char *dir);
+/* After a commit: log a change of the reservation's state, once. */
+void evidence_reserve_check(Evidence *e);
+/* status: list_reserve_target_bytes, list_reserved_bytes, list_reserve_short,
+ * list_reserve_supported. */
+void evidence_reserve_status(const Evidence *e, json_object *o);
 /* Answer and forget a waiting quote (q or error). */
 void evidence_answer_quote(Evidence *e, QuoteWait *w, const IverTpmQuote *q, const char *error);

@@ -144,6 +144,7 @@ void evidence_status(const Evidence *e, json_object *o) {
         json_object_object_add(o, "list_failing", json_object_new_boolean(e->list_failing));
         json_object_object_add(o, "list_failures", json_object_new_uint64(e->list_failures));
         json_object_object_add(o, "evidence_broken", json_object_new_boolean(e->broken));
+        evidence_reserve_status(e, o);
         json_object_object_add(o, "extend_failures", json_object_new_uint64(st.extend_failures));
         json_object_object_add(o, "pcr_resyncs", json_object_new_uint64(st.resyncs));
         json_object_object_add(o, "rate_limited_versions", json_object_new_uint64(e->rate_limited));

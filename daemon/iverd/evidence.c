@@ -87,6 +87,8 @@ static int open_lists(Evidence *e, const IverConf *conf, IverImaFile **ret_serve
                 r = iver_imalog_file_open(conf->runtime_directory, &served, &truncated);
                 if (r < 0)
                         return log_error_errno(r, "Cannot open the measurement list in %s: %m", conf->runtime_directory);
+                if ((r = evidence_reserve_open(e, served, conf->runtime_directory)) < 0)
+                        return log_error_errno(r, "Out of memory: %m");
         }
         const char *dir = journal ?: conf->runtime_directory;
         /* the one place that knows whether this run continues a list of this
@@ -101,6 +103,9 @@ static int open_lists(Evidence *e, const IverConf *conf, IverImaFile **ret_serve
         r = iver_imalog_file_open(dir, &e->file, &truncated);
         if (r < 0)
                 return log_error_errno(r, "Cannot open the measurement list in %s: %m", dir);
+        /* before anything is written: the kernel's entries copied below too */
+        if ((r = evidence_reserve_open(e, e->file, dir)) < 0)
+                return log_error_errno(r, "Out of memory: %m");
         if (truncated)
                 log_warning("Measurement list ended in a torn record (%zu bytes, from a crash): cut back to the last complete entry",
                             truncated);
@@ -258,6 +263,7 @@ Evidence *evidence_free(Evidence *e) {
         free(e->staged);
         churn_free(e->churn);
         budget_free(e->budget);
+        free(e->list_dir);
         free(e);
         return NULL;
 }
@@ -313,6 +319,7 @@ static int commit(Evidence *e) {
          * fdatasync for every group written meanwhile) before any can reach
          * the PCR */
         int r = iver_imalog_file_write_many(e->file, (const IverImaEntry *const *) e->staged, e->n_staged);
+        evidence_reserve_check(e);
         if (r < 0) {
                 e->list_failures += e->n_staged;
                 e->last_list_error = r;

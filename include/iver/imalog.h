@@ -272,7 +272,10 @@ typedef struct IverImaFile IverImaFile;
  * bytes. A record that decodes is never cut. *ret_truncated (optional)
  * receives the bytes dropped. A bad record followed by more data is
  * corruption, not a torn write: -EBADMSG and nothing is changed. The ASCII
- * twin is rebuilt from the binary list. */
+ * twin is rebuilt from the binary list; where the filesystem is full (no room
+ * for the new file), in place: the old twin's lines written over themselves,
+ * in its own blocks and the reservation past them (only a regular file of
+ * ours with one name). */
 int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, size_t *ret_truncated);
 IverImaFile *iver_imalog_file_free(IverImaFile *f);
 static inline void iver_imalog_file_freep(IverImaFile **f) {
@@ -307,6 +310,22 @@ uint32_t iver_imalog_file_pcrs(const IverImaFile *f);
 int iver_imalog_file_contains(const IverImaFile *f, const IverImaEntry *e);
 /* Memory the list takes beyond the struct (its dedup index), in bytes. */
 size_t iver_imalog_file_memory(const IverImaFile *f);
+/* Keep bytes allocated beyond the end of each of the two files
+ * (fallocate FALLOC_FL_KEEP_SIZE: their sizes, and so every reader, are
+ * unchanged), extended a quarter of bytes at a time as the list grows, so
+ * that another writer filling the filesystem cannot make the next append
+ * fail while the reservation lasts; 0: none (the default). Establishes it
+ * now (after open, whose cut of a torn tail or rebuilt ASCII twin may have
+ * dropped an earlier one); each append extends it before writing, and the
+ * append then writes into what is reserved even where the extension failed.
+ * Returns 0, -ENOSPC (the filesystem is full: the reservation is short),
+ * -EOPNOTSUPP (the filesystem cannot: no reservation from then on) or
+ * another -errno, as iver_imalog_file_reserve_state() does afterwards. */
+int iver_imalog_file_reserve(IverImaFile *f, uint64_t bytes);
+/* The bytes reserved ahead now, the smaller of the two files'
+ * (*ret_ahead), and how the last extension went (0, -ENOSPC, -EOPNOTSUPP,
+ * -errno). */
+int iver_imalog_file_reserve_state(const IverImaFile *f, uint64_t *ret_ahead);
 /* A new read-only fd on the list file with its own file offset (O_CLOEXEC),
  * for a reader elsewhere (the log and quote verbs pass it to their client):
  * -ESTALE if the name no longer leads to the file being written. */
