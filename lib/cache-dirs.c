@@ -100,16 +100,16 @@ static void compact_names(IverCache *c) {
 
 static void compact_digests(IverCache *c) {
         IverArena a = {};
-        if (iver_arena_reserve(&a, c->digests.live, IVER_DIGEST_MAX) < 0) {
+        if (iver_arena_reserve(&a, c->digests.live, IVER_DIGEST_MAX + sizeof(uint64_t)) < 0) {
                 iver_arena_done(&a);
                 return;
         }
         for (uint32_t i = 0; i < c->n; i++) {
                 CacheEntry *e = entry(c, i);
-                if (!(e->flags & IVER_ENTRY_MEASURED))
+                if (rec_len(e) == 0)
                         continue;
                 uint32_t off;
-                int r = iver_arena_move(&a, &c->digests, e->digest_off, iver_hash_algo_size((IverHashAlgo) e->algo), &off);
+                int r = iver_arena_move(&a, &c->digests, e->digest_off, rec_len(e), &off);
                 assert(r >= 0);
                 (void) r;
                 e->digest_off = off;

@@ -22,23 +22,25 @@
 #define IDX_MASK ((1U << IDX_BITS) - 1)
 #define MAX_ENTRIES (IDX_MASK - 1)  /* so no slot is ever SLOT_EMPTY */
 
+/* One cache line. What most entries do not need lives in the entry's record
+ * in the digests arena (see rec_len()): the digest of a measured file, and
+ * the version of a STATX_VERSION cookie (rare: only where a probe proved the
+ * seed ABI). */
 typedef struct CacheEntry {
         uint64_t ino, gen, size;
-        int64_t atime, mtime, ctime;
-        uint64_t version;
-        uint64_t shadow_atime, shadow_mtime;
+        int64_t mtime, ctime;
+        uint32_t shadow_atime, shadow_mtime;
         uint32_t dev;
+        uint32_t name_off;      /* names arena: NameRecord */
+        uint32_t digest_off;    /* digests arena: [digest][version], when rec_len() > 0 */
         uint16_t mode;
         uint16_t algo : 5;
         uint16_t mark : 1;      /* scan mark (iver_cache_*_mark) */
         uint16_t flags : 8;
         uint16_t source : 2;
-        uint32_t uid, gid;
-        uint32_t name_off;      /* names arena: NameRecord */
-        uint32_t digest_off;
 } CacheEntry;
 
-_Static_assert(sizeof(CacheEntry) == 96, "cache entry grew");
+_Static_assert(sizeof(CacheEntry) == 64, "cache entry grew");
 _Static_assert(_IVER_HASH_MAX <= 32, "algo bit-field too narrow");
 
 /* names arena records: a name is u32 directory, u16 length, bytes; a
@@ -69,6 +71,21 @@ struct IverCache {
 
 static inline CacheEntry *entry(const IverCache *c, uint32_t i) {
         return &c->chunks[i >> ENTRY_CHUNK_SHIFT][i & (ENTRY_CHUNK - 1)];
+}
+
+/* The entry's record in the digests arena: the digest (measured), then the
+ * cookie's version (STATX_VERSION); 0 when it has none. MEASURED and the
+ * source change only by iver_cache_put*, which re-sizes the record. */
+static inline size_t rec_digest_len(bool measured, unsigned algo) {
+        return measured ? iver_hash_algo_size((IverHashAlgo) algo) : 0;
+}
+
+static inline size_t rec_len_of(bool measured, unsigned algo, unsigned source) {
+        return rec_digest_len(measured, algo) + (source == IVER_COOKIE_STATX_VERSION ? sizeof(uint64_t) : 0);
+}
+
+static inline size_t rec_len(const CacheEntry *e) {
+        return rec_len_of(e->flags & IVER_ENTRY_MEASURED, e->algo, e->source);
 }
 
 static inline uint64_t hash_inode(uint32_t dev, uint64_t ino) {

@@ -5,7 +5,7 @@
  * names and digests; the layout is in cache-internal.h. A path is stored once
  * per directory: the directory's bytes (with the trailing '/') in the
  * directory table, each entry's name record holding the directory number and
- * the basename. 96 bytes an entry, ~17 bytes of index, the digest and the
+ * the basename. 64 bytes an entry, ~17 bytes of index, the digest and the
  * name record; no allocation per entry. Freed names and digests are reused
  * (arena free lists) or compacted away. This file: the API (lookups and
  * changes). */
@@ -42,6 +42,15 @@ size_t iver_cache_size(const IverCache *c) {
 
 /* ---- lookups ---- */
 
+static uint64_t entry_version(const IverCache *c, const CacheEntry *e) {
+        uint64_t v = 0;
+        if (e->source == IVER_COOKIE_STATX_VERSION)
+                memcpy(&v, (const uint8_t *) iver_arena_at(&c->digests, e->digest_off) +
+                                    rec_digest_len(e->flags & IVER_ENTRY_MEASURED, e->algo),
+                       sizeof(v));
+        return v;
+}
+
 uint32_t iver_cache_find_inode(const IverCache *c, uint32_t dev, uint64_t ino) {
         const uint32_t *s = cache_index_find_inode(c, dev, ino);
         return s && *s != SLOT_EMPTY ? slot_num(*s) : IVER_CACHE_NONE;
@@ -65,14 +74,11 @@ void iver_cache_get(const IverCache *c, uint32_t idx, IverEntry *ret) {
         ret->id.ino = e->ino;
         ret->id.gen = e->gen;
         ret->source = (IverCookieSource) e->source;
-        ret->version = e->version;
+        ret->version = entry_version(c, e);
         ret->size = e->size;
-        ret->atime = e->atime;
         ret->mtime = e->mtime;
         ret->ctime = e->ctime;
         ret->mode = e->mode;
-        ret->uid = e->uid;
-        ret->gid = e->gid;
         ret->flags = e->flags;
         ret->shadow_atime = e->shadow_atime;
         ret->shadow_mtime = e->shadow_mtime;
@@ -93,7 +99,7 @@ IverCookie iver_cache_cookie(const IverCache *c, uint32_t idx) {
                 .ctime = e->ctime,
                 .mtime = e->mtime,
                 .size = e->size,
-                .version = e->version,
+                .version = entry_version(c, e),
         };
 }
 
@@ -137,49 +143,52 @@ static void drop_name(IverCache *c, CacheEntry *e) {
         cache_dir_unref(c, d);
 }
 
+/* Everything but the name and the record (digest, version). */
 static void fill(CacheEntry *e, const IverEntry *src) {
         e->ino = src->id.ino;
         e->gen = src->id.gen;
         e->dev = src->id.dev;
         e->size = src->size;
-        e->atime = src->atime;
         e->mtime = src->mtime;
         e->ctime = src->ctime;
-        e->version = src->version;
         e->shadow_atime = src->shadow_atime;
         e->shadow_mtime = src->shadow_mtime;
         e->mode = (uint16_t) src->mode;
-        e->uid = src->uid;
-        e->gid = src->gid;
         e->flags = src->flags & 0xff;
         e->source = (uint8_t) src->source;
 }
 
-static int store_digest(IverCache *c, CacheEntry *e, bool had_digest, const IverEntry *src) {
-        if (!(src->flags & IVER_ENTRY_MEASURED)) {
-                if (had_digest) {
-                        iver_arena_free(&c->digests, e->digest_off, iver_hash_algo_size((IverHashAlgo) e->algo));
-                        e->algo = 0;
-                }
-                return 0;
+/* The entry's record made to hold src's digest and version; on success the
+ * entry's algo, MEASURED flag and source are src's (the rest is fill()'s).
+ * old_len: the entry's record now (0 for a new entry). */
+static int store_record(IverCache *c, CacheEntry *e, size_t old_len, const IverEntry *src) {
+        bool measured = src->flags & IVER_ENTRY_MEASURED;
+        size_t dlen = 0;
+        if (measured) {
+                dlen = iver_hash_algo_size(src->digest.algo);
+                if (dlen == 0 || dlen != src->digest.len)
+                        return -EINVAL;
         }
-        size_t len = iver_hash_algo_size(src->digest.algo);
-        if (len == 0 || len != src->digest.len)
-                return -EINVAL;
-        if (had_digest && e->algo == (uint8_t) src->digest.algo) {
-                /* same length: overwrite in place */
-                memcpy(iver_arena_at(&c->digests, e->digest_off), src->digest.bytes, len);
-                return 0;
+        size_t len = rec_len_of(measured, measured ? (unsigned) src->digest.algo : 0, (unsigned) src->source);
+        uint32_t off = e->digest_off;
+        uint8_t *p = NULL;
+        if (len > 0 && len == old_len)
+                p = iver_arena_at(&c->digests, off); /* same length: overwrite in place */
+        else if (len > 0) {
+                p = iver_arena_alloc(&c->digests, len, &off);
+                if (!p)
+                        return -ENOMEM;
         }
-        uint32_t off;
-        void *p = iver_arena_alloc(&c->digests, len, &off);
-        if (!p)
-                return -ENOMEM;
-        if (had_digest)
-                iver_arena_free(&c->digests, e->digest_off, iver_hash_algo_size((IverHashAlgo) e->algo));
-        memcpy(p, src->digest.bytes, len);
-        e->digest_off = off;
-        e->algo = (uint8_t) src->digest.algo;
+        if (old_len > 0 && len != old_len)
+                iver_arena_free(&c->digests, e->digest_off, old_len);
+        if (measured)
+                memcpy(p, src->digest.bytes, dlen);
+        if (len > dlen)
+                memcpy(p + dlen, &src->version, sizeof(src->version));
+        e->digest_off = len > 0 ? off : 0;
+        e->algo = measured ? (uint8_t) src->digest.algo : 0;
+        e->flags = (e->flags & ~IVER_ENTRY_MEASURED) | (measured ? IVER_ENTRY_MEASURED : 0);
+        e->source = (uint8_t) src->source;
         return 0;
 }
 
@@ -234,7 +243,7 @@ static int insert_entry(IverCache *c, const IverEntry *src, uint32_t d, const ch
                 cache_dir_unref_if_unused(c, d);
                 return r;
         }
-        r = store_digest(c, e, false, src);
+        r = store_record(c, e, 0, src);
         if (r < 0) {
                 drop_name(c, e);
                 return r;
@@ -250,7 +259,6 @@ static int insert_entry(IverCache *c, const IverEntry *src, uint32_t d, const ch
 static int update_entry(IverCache *c, const IverEntry *src, uint32_t idx, uint32_t d, const char *base,
                         size_t blen) {
         CacheEntry *e = entry(c, idx);
-        bool had_digest = e->flags & IVER_ENTRY_MEASURED;
         uint32_t od;
         size_t olen;
         int r;
@@ -268,15 +276,10 @@ static int update_entry(IverCache *c, const IverEntry *src, uint32_t idx, uint32
                 e->name_off = off;
                 cache_index_insert(c, &c->by_path, idx);
         }
-        r = store_digest(c, e, had_digest, src);
+        r = store_record(c, e, rec_len(e), src);
         if (r < 0)
                 return r;
-        uint32_t keep_off = e->name_off, keep_doff = e->digest_off;
-        uint8_t keep_algo = e->algo;
         fill(e, src);
-        e->name_off = keep_off;
-        e->digest_off = keep_doff;
-        e->algo = keep_algo;
         cache_maybe_compact(c);
         return 0;
 }
@@ -315,15 +318,11 @@ int iver_cache_put_found(IverCache *c, const IverEntry *src, const char *path, s
         return 0;
 }
 
-void iver_cache_touch(IverCache *c, uint32_t idx, uint64_t shadow_atime, uint64_t shadow_mtime, const IverStat *st) {
+void iver_cache_touch(IverCache *c, uint32_t idx, uint32_t shadow_atime, uint32_t shadow_mtime, const IverStat *st) {
         CacheEntry *e = entry(c, idx);
         e->shadow_atime = shadow_atime;
         e->shadow_mtime = shadow_mtime;
-        /* the snapshot follows the fields that don't belong to the cookie */
-        e->atime = st->atime;
-        e->mode = (uint16_t) st->mode;
-        e->uid = st->uid;
-        e->gid = st->gid;
+        e->mode = (uint16_t) st->mode; /* not part of the cookie */
 }
 
 void iver_cache_set_cookie(IverCache *c, uint32_t idx, const IverCookie *cookie) {
@@ -331,7 +330,11 @@ void iver_cache_set_cookie(IverCache *c, uint32_t idx, const IverCookie *cookie)
         e->ctime = cookie->ctime;
         e->mtime = cookie->mtime;
         e->size = cookie->size;
-        e->version = cookie->version;
+        /* the entry's source stays (as before): a version only where it has one */
+        if (e->source == IVER_COOKIE_STATX_VERSION)
+                memcpy((uint8_t *) iver_arena_at(&c->digests, e->digest_off) +
+                               rec_digest_len(e->flags & IVER_ENTRY_MEASURED, e->algo),
+                       &cookie->version, sizeof(cookie->version));
 }
 
 void iver_cache_set_mark(IverCache *c, uint32_t idx) {
@@ -359,8 +362,8 @@ void iver_cache_remove(IverCache *c, uint32_t idx) {
         cache_index_delete(c, &c->by_inode, cache_index_slot_of(c, &c->by_inode, idx));
         cache_index_delete(c, &c->by_path, cache_index_slot_of(c, &c->by_path, idx));
         drop_name(c, e);
-        if (e->flags & IVER_ENTRY_MEASURED)
-                iver_arena_free(&c->digests, e->digest_off, iver_hash_algo_size((IverHashAlgo) e->algo));
+        if (rec_len(e) > 0)
+                iver_arena_free(&c->digests, e->digest_off, rec_len(e));
 
         uint32_t last = c->n - 1;
         if (idx != last) {

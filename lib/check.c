@@ -195,7 +195,7 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
         out->reason = reason;
         if (!rehash) {
                 IverEntry e;
-                uint64_t sa, sm;
+                uint32_t sa, sm;
                 iver_cache_get(ctx->cache, idx, &e);
                 IverVerdict v = iver_ledger_judge(true, e.shadow_atime, e.shadow_mtime, false, &st, &sa, &sm);
                 if (reason == IVER_REASON_METADATA_ONLY) {
@@ -293,19 +293,16 @@ static uint32_t finish_find_prev(const IverContext *ctx, const IverStat *st, con
 
 /* The cache entry that records this measurement. */
 static IverEntry finish_entry(const IverPending *pending, const IverMeasurement *m, const IverCookie *cookie,
-                              uint64_t shadow_atime, uint64_t shadow_mtime) {
+                              uint32_t shadow_atime, uint32_t shadow_mtime) {
         const IverStat *st = &m->st;
         IverEntry e = {
                 .id = iver_stat_identity(st),
                 .source = pending->source,
                 .version = cookie->version,
                 .size = st->size,
-                .atime = st->atime,
                 .mtime = st->mtime,
                 .ctime = st->ctime,
                 .mode = st->mode,
-                .uid = st->uid,
-                .gid = st->gid,
                 .shadow_atime = shadow_atime,
                 .shadow_mtime = shadow_mtime,
                 .digest = m->digest,
@@ -340,7 +337,7 @@ int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pen
         uint32_t by_inode, by_path;
         uint32_t prev = finish_find_prev(ctx, st, path, path_len, &old, &by_inode, &by_path);
 
-        uint64_t sa, sm;
+        uint32_t sa, sm;
         IverVerdict v = iver_ledger_judge(prev != IVER_CACHE_NONE, old.shadow_atime, old.shadow_mtime, true, st, &sa,
                                           &sm);
         int changed = -1;

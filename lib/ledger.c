@@ -16,26 +16,28 @@ static inline uint64_t mix(uint64_t h, uint64_t v) {
         return h;
 }
 
-uint64_t iver_shadow_atime(const IverStat *st) {
+/* The low 32 bits of the mix: a snapshot written when the shadows had 64
+ * bits compares equal after the upgrade. */
+uint32_t iver_shadow_atime(const IverStat *st) {
         uint64_t h = 0x243f6a8885a308d3ULL;
         h = mix(h, (uint64_t) st->atime);
         h = mix(h, (uint64_t) st->mtime);
         h = mix(h, (uint64_t) st->ctime);
         h = mix(h, st->size);
-        return h;
+        return (uint32_t) h;
 }
 
-uint64_t iver_shadow_mtime(const IverStat *st) {
+uint32_t iver_shadow_mtime(const IverStat *st) {
         uint64_t h = 0x13198a2e03707344ULL;
         h = mix(h, (uint64_t) st->mtime);
         h = mix(h, st->size);
-        return h;
+        return (uint32_t) h;
 }
 
-IverVerdict iver_ledger_judge(bool have_prev, uint64_t prev_shadow_atime, uint64_t prev_shadow_mtime,
+IverVerdict iver_ledger_judge(bool have_prev, uint32_t prev_shadow_atime, uint32_t prev_shadow_mtime,
                               bool iverd_rehash, const IverStat *st,
-                              uint64_t *ret_shadow_atime, uint64_t *ret_shadow_mtime) {
-        uint64_t sa = iver_shadow_atime(st), sm = iver_shadow_mtime(st);
+                              uint32_t *ret_shadow_atime, uint32_t *ret_shadow_mtime) {
+        uint32_t sa = iver_shadow_atime(st), sm = iver_shadow_mtime(st);
         IverVerdict v = { .first = !have_prev, .iverd = iverd_rehash || !have_prev };
 
         v.atime = !have_prev || sa != prev_shadow_atime;

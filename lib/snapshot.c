@@ -22,8 +22,8 @@
 #define FORMAT_VERSION 1U
 #define MAC_SIZE 32
 #define HEADER_SIZE (8 + 4 + 4 + 16 + 8 + 4)
-/* dev u32, ino u64, gen u64, source u8, flags u8, algo u8, dlen u8, mode u32, uid u32, gid u32,
- * version u64, size u64, atime/mtime/ctime i64, shadows 2×u64, path_len u16 */
+/* dev u32, ino u64, gen u64, source u8, flags u8, algo u8, dlen u8, mode u32, uid u32 and gid u32 (0: no longer kept),
+ * version u64, size u64, atime (0) mtime ctime i64, shadows 2×u64 (32-bit values), path_len u16 */
 #define RECORD_FIXED (4 + 8 + 8 + 4 + 4 + 4 + 4 + 8 + 8 + 8 * 3 + 8 * 2 + 2)
 #define N_COUNTERS (sizeof(IverLedgerCounters) / sizeof(uint64_t))
 
@@ -218,11 +218,11 @@ static int encode(const IverCache *c, const IverLedgerCounters *counters, const 
                 put_u8(b, dlen ? (uint8_t) e.digest.algo : 0xff);
                 put_u8(b, dlen);
                 put_u32(b, e.mode);
-                put_u32(b, e.uid);
-                put_u32(b, e.gid);
+                put_u32(b, 0); /* uid, gid, atime: no longer kept, 0 (the format stays) */
+                put_u32(b, 0);
                 put_u64(b, e.version);
                 put_u64(b, e.size);
-                put_u64(b, (uint64_t) e.atime);
+                put_u64(b, 0);
                 put_u64(b, (uint64_t) e.mtime);
                 put_u64(b, (uint64_t) e.ctime);
                 put_u64(b, e.shadow_atime);
@@ -356,21 +356,24 @@ static int decode_records(Reader *r, const uint8_t boot_id[16], IverCache *c, Iv
         for (uint64_t i = 0; i < n; i++) {
                 IverEntry e = {};
                 uint8_t source, flags, algo, dlen;
-                uint64_t atime, mtime, ctime;
+                uint32_t uid, gid;
+                uint64_t atime, mtime, ctime, shadow_atime, shadow_mtime;
                 uint16_t plen;
                 char path[UINT16_MAX + 1];
                 if (!GET_LE(r, 32, &e.id.dev) || !GET_LE(r, 64, &e.id.ino) || !GET_LE(r, 64, &e.id.gen) ||
                     !get(r, &source, 1) || !get(r, &flags, 1) || !get(r, &algo, 1) || !get(r, &dlen, 1) ||
-                    !GET_LE(r, 32, &e.mode) || !GET_LE(r, 32, &e.uid) || !GET_LE(r, 32, &e.gid) ||
+                    !GET_LE(r, 32, &e.mode) || !GET_LE(r, 32, &uid) || !GET_LE(r, 32, &gid) ||
                     !GET_LE(r, 64, &e.version) || !GET_LE(r, 64, &e.size) || !GET_LE(r, 64, &atime) ||
-                    !GET_LE(r, 64, &mtime) || !GET_LE(r, 64, &ctime) || !GET_LE(r, 64, &e.shadow_atime) ||
-                    !GET_LE(r, 64, &e.shadow_mtime) || !GET_LE(r, 16, &plen) || !get(r, path, plen))
+                    !GET_LE(r, 64, &mtime) || !GET_LE(r, 64, &ctime) || !GET_LE(r, 64, &shadow_atime) ||
+                    !GET_LE(r, 64, &shadow_mtime) || !GET_LE(r, 16, &plen) || !get(r, path, plen))
                         return r->error ?: fail(IVER_SNAPSHOT_CORRUPT, ret_error);
                 path[plen] = 0;
                 e.source = (IverCookieSource) source;
                 e.flags = flags;
-                e.atime = (int64_t) atime;
                 e.mtime = (int64_t) mtime;
+                /* an older snapshot's 64-bit shadows: their low half is today's */
+                e.shadow_atime = (uint32_t) shadow_atime;
+                e.shadow_mtime = (uint32_t) shadow_mtime;
                 e.ctime = (int64_t) ctime;
                 if (source >= _IVER_COOKIE_MAX || plen == 0 || memchr(path, 0, plen))
                         return fail(IVER_SNAPSHOT_CORRUPT, ret_error);

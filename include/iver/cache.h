@@ -8,8 +8,8 @@
 #include "iver/stat.h"
 
 /* The measurement cache: one entry per file identity (dev, ino) holding the
- * generation, the cookie and stat snapshot of the last measurement, its
- * digest, the ledger's heuristic shadows, flags and the path for reports.
+ * generation, the cookie of the last measurement, the file's type and mode,
+ * its digest, the ledger's heuristic shadows, flags and the path for reports.
  * Two open-addressing indexes (by identity, by path) over a dense chunked
  * entry array; a path is kept as a directory (stored once in a directory
  * table) and a basename; names and digests live in arenas whose freed space
@@ -34,11 +34,11 @@ typedef struct IverEntry {
         IverCookieSource source;
         uint64_t version;        /* cookie version for STATX_VERSION */
         uint64_t size;
-        int64_t atime, mtime, ctime;
-        uint32_t mode, uid, gid;
+        int64_t mtime, ctime;
+        uint32_t mode;           /* the file's type and permission bits (16 bits kept) */
         uint32_t flags;
-        uint64_t shadow_atime;   /* ledger: fingerprint of (atime, mtime, ctime, size) at the atime heuristic's last re-hash */
-        uint64_t shadow_mtime;   /* ledger: fingerprint of (mtime, size) at the mtime heuristic's last re-hash */
+        uint32_t shadow_atime;   /* ledger: fingerprint of (atime, mtime, ctime, size) at the atime heuristic's last re-hash */
+        uint32_t shadow_mtime;   /* ledger: fingerprint of (mtime, size) at the mtime heuristic's last re-hash */
         IverDigest digest;
 } IverEntry;
 
@@ -77,9 +77,9 @@ int iver_cache_put(IverCache *c, const IverEntry *e, const char *path, size_t pa
  * twice. */
 int iver_cache_put_found(IverCache *c, const IverEntry *e, const char *path, size_t path_len, uint32_t by_path,
                          uint32_t by_inode, uint32_t *ret_idx);
-/* Update only the ledger shadows and stat snapshot of a cache hit (no path,
- * no digest change); cheap. */
-void iver_cache_touch(IverCache *c, uint32_t idx, uint64_t shadow_atime, uint64_t shadow_mtime, const IverStat *st);
+/* Update only the ledger shadows and the mode of a cache hit (no path, no
+ * digest change); cheap. */
+void iver_cache_touch(IverCache *c, uint32_t idx, uint32_t shadow_atime, uint32_t shadow_mtime, const IverStat *st);
 /* A mark bit per entry for mark-and-sweep scans: clear all, mark what a scan
  * saw, then look at what is left unmarked (deleted while nobody watched). New
  * entries start unmarked; the mark moves with its entry. */

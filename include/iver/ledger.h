@@ -55,17 +55,19 @@ typedef struct IverVerdict {
 } IverVerdict;
 
 /* Shadow fingerprints of the fields each heuristic compares: equality of the
- * 64-bit fingerprint stands for equality of the fields (collisions 2^-64). */
-uint64_t iver_shadow_atime(const IverStat *st);
-uint64_t iver_shadow_mtime(const IverStat *st);
+ * 32-bit fingerprint stands for equality of the fields (a collision, 2^-32 an
+ * observation, miscounts one heuristic's verdict in the ledger; no check
+ * depends on them). 32 bits keep a cache entry at 64 bytes. */
+uint32_t iver_shadow_atime(const IverStat *st);
+uint32_t iver_shadow_mtime(const IverStat *st);
 
 /* Judge one observation. have_prev: a previous entry exists for this file or
  * path; prev_shadow_*: its shadows. iverd_rehash: iverd's own decision.
  * Outputs the verdict and the shadows to store (advanced only where the
  * heuristic re-hashes). */
-IverVerdict iver_ledger_judge(bool have_prev, uint64_t prev_shadow_atime, uint64_t prev_shadow_mtime,
+IverVerdict iver_ledger_judge(bool have_prev, uint32_t prev_shadow_atime, uint32_t prev_shadow_mtime,
                               bool iverd_rehash, const IverStat *st,
-                              uint64_t *ret_shadow_atime, uint64_t *ret_shadow_mtime);
+                              uint32_t *ret_shadow_atime, uint32_t *ret_shadow_mtime);
 
 typedef struct IverLedger IverLedger;
 

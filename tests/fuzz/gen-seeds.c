@@ -132,15 +132,12 @@ static void gen_snapshot(const char *dir) {
                         .source = (IverCookieSource) (i % _IVER_COOKIE_MAX),
                         .version = i,
                         .size = 4096 * i,
-                        .atime = 1700000000000000000LL + (int64_t) i,
                         .mtime = 1700000000000000000LL,
                         .ctime = 1700000000000000000LL,
                         .mode = 0100755,
-                        .uid = 0,
-                        .gid = 0,
                         .flags = i == 4 ? IVER_ENTRY_UNSTABLE : IVER_ENTRY_MEASURED | (i == 2 ? IVER_ENTRY_RACY : 0),
-                        .shadow_atime = 0x1111 * i,
-                        .shadow_mtime = 0x2222 * i,
+                        .shadow_atime = (uint32_t) (0x1111 * i),
+                        .shadow_mtime = (uint32_t) (0x2222 * i),
                 };
                 if (e.flags & IVER_ENTRY_MEASURED) {
                         e.digest.algo = i == 1 ? IVER_HASH_SHA1 : i == 3 ? IVER_HASH_SHA512 : IVER_HASH_SHA256;

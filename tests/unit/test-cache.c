@@ -22,19 +22,20 @@ static IverEntry mkentry(uint32_t dev, uint64_t ino, uint64_t gen, uint8_t seed)
                 .id = { .dev = dev, .ino = ino, .gen = gen },
                 .source = IVER_COOKIE_CTIME,
                 .size = ino * 3,
-                .atime = (int64_t) ino + 1,
                 .mtime = (int64_t) ino + 2,
                 .ctime = (int64_t) ino + 3,
                 .mode = 0100644,
-                .uid = (uint32_t) ino % 1000,
-                .gid = 5,
                 .flags = IVER_ENTRY_MEASURED,
-                .shadow_atime = ino ^ 0xabc,
-                .shadow_mtime = ino ^ 0xdef,
+                .shadow_atime = (uint32_t) (ino ^ 0xabc),
+                .shadow_mtime = (uint32_t) (ino ^ 0xdef),
                 .digest = { .algo = IVER_HASH_SHA256, .len = 32 },
         };
         for (int i = 0; i < 32; i++)
                 e.digest.bytes[i] = (uint8_t) (seed + i + ino);
+        if (seed % 3 == 0) { /* a third with a version, kept apart from the entry */
+                e.source = IVER_COOKIE_STATX_VERSION;
+                e.version = ino * 7 + seed + 1;
+        }
         return e;
 }
 
@@ -50,7 +51,8 @@ static void assert_entry(IverCache *c, uint32_t idx, const IverEntry *want) {
         REQUIRE((got.size) == (want->size));
         REQUIRE((got.ctime) == (want->ctime));
         REQUIRE((got.mtime) == (want->mtime));
-        REQUIRE((got.uid) == (want->uid));
+        REQUIRE((got.source) == (want->source));
+        REQUIRE((got.version) == (want->version));
         REQUIRE((got.mode) == (want->mode));
         REQUIRE((got.shadow_atime) == (want->shadow_atime));
         REQUIRE((got.shadow_mtime) == (want->shadow_mtime));
@@ -135,9 +137,59 @@ START_TEST(test_touch) {
         iver_cache_get(c, i, &got);
         REQUIRE((got.shadow_atime) == (11));
         REQUIRE((got.shadow_mtime) == (22));
-        REQUIRE((got.atime) == (999));
+        REQUIRE((got.mode) == (0100600));
         REQUIRE((got.ctime) == (a.ctime)); /* the cookie is not touched */
         REQUIRE(iver_digest_equal(&got.digest, &a.digest));
+        iver_cache_free(c);
+}
+END_TEST
+
+/* A STATX_VERSION cookie's version lives beside the digest: it follows every
+ * change of the entry (measured or not, a new cookie, a new algorithm, the
+ * source given up) and no neighbour's record is overwritten. */
+START_TEST(test_version) {
+        IverCache *c = NULL;
+        REQUIRE((iver_cache_new(&c)) == (0));
+        IverEntry a = mkentry(1, 100, 7, 3), b = mkentry(1, 101, 7, 6);
+        REQUIRE((a.source) == (IVER_COOKIE_STATX_VERSION));
+        uint32_t ia, ib;
+        REQUIRE((iver_cache_put(c, &a, "/a", 2, &ia)) == (0));
+        REQUIRE((iver_cache_put(c, &b, "/b", 2, &ib)) == (0));
+        assert_entry(c, ia, &a);
+        assert_entry(c, ib, &b);
+
+        IverCookie k = { .source = IVER_COOKIE_STATX_VERSION, .ctime = 5, .mtime = 6, .size = 7, .version = 0xfeedULL };
+        iver_cache_set_cookie(c, ia, &k);
+        IverCookie got = iver_cache_cookie(c, ia);
+        REQUIRE((got.version) == (0xfeedULL));
+        REQUIRE((got.ctime) == (5));
+        assert_entry(c, ib, &b);
+
+        a.flags = IVER_ENTRY_UNSTABLE; /* no digest: the record is the version alone */
+        a.digest = (IverDigest) { .algo = _IVER_HASH_INVALID };
+        a.version = 41;
+        REQUIRE((iver_cache_put(c, &a, "/a", 2, &ia)) == (0));
+        IverEntry e;
+        iver_cache_get(c, ia, &e);
+        REQUIRE((e.version) == (41));
+        REQUIRE((e.flags) == (IVER_ENTRY_UNSTABLE));
+
+        a.flags = IVER_ENTRY_MEASURED; /* sha512 and a version */
+        a.digest = (IverDigest) { .algo = IVER_HASH_SHA512, .len = 64 };
+        memset(a.digest.bytes, 0x5a, 64);
+        a.version = 42;
+        REQUIRE((iver_cache_put(c, &a, "/a", 2, &ia)) == (0));
+        assert_entry(c, ia, &a);
+
+        a.source = IVER_COOKIE_CTIME; /* the source given up: no version */
+        a.version = 0;
+        REQUIRE((iver_cache_put(c, &a, "/a", 2, &ia)) == (0));
+        assert_entry(c, ia, &a);
+        assert_entry(c, ib, &b);
+
+        iver_cache_remove(c, ia);
+        ib = iver_cache_find_path(c, "/b", 2);
+        assert_entry(c, ib, &b);
         iver_cache_free(c);
 }
 END_TEST
@@ -432,6 +484,7 @@ int main(void) {
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_basic);
         tcase_add_test(tc, test_touch);
+        tcase_add_test(tc, test_version);
         tcase_add_test(tc, test_million);
         tcase_add_test(tc, test_churn_flat);
         tcase_add_test(tc, test_compaction);

@@ -34,7 +34,7 @@ START_TEST(test_truth_table) {
                         IverLedger *l = NULL;
                         ck_assert_int_eq(iver_ledger_new(5, &l), 0);
                         IverStat st0 = base(), st1 = changed(fields);
-                        uint64_t sa, sm, sa1, sm1;
+                        uint32_t sa, sm, sa1, sm1;
 
                         /* first sight: everybody hashes, counted apart */
                         IverVerdict v0 = iver_ledger_judge(false, 0, 0, true, &st0, &sa, &sm);
@@ -79,7 +79,7 @@ START_TEST(test_unknown_digest_counts_neither) {
         IverLedger *l = NULL;
         ck_assert_int_eq(iver_ledger_new(5, &l), 0);
         IverStat st0 = base(), st1 = changed(F_CTIME);
-        uint64_t sa, sm;
+        uint32_t sa, sm;
         IverVerdict v = iver_ledger_judge(false, 0, 0, true, &st0, &sa, &sm);
         iver_ledger_account(l, &v, 1, -1, 1, 0, "/f");
         v = iver_ledger_judge(true, sa, sm, true, &st1, &sa, &sm);
@@ -98,7 +98,7 @@ START_TEST(test_metadata_only) {
         IverLedger *l = NULL;
         ck_assert_int_eq(iver_ledger_new(5, &l), 0);
         IverStat st0 = base(), st1 = changed(F_CTIME), st2 = changed(F_CTIME | F_MTIME);
-        uint64_t sa, sm;
+        uint32_t sa, sm;
         IverVerdict v = iver_ledger_judge(false, 0, 0, true, &st0, &sa, &sm);
         iver_ledger_account(l, &v, 4096, -1, 4096, 0, "/f");
         v = iver_ledger_judge(true, sa, sm, false, &st1, &sa, &sm); /* chmod */
@@ -147,7 +147,7 @@ START_TEST(test_read_counts_once) {
         IverLedger *l = NULL;
         ck_assert_int_eq(iver_ledger_new(5, &l), 0);
         IverStat st = base();
-        uint64_t sa, sm;
+        uint32_t sa, sm;
         IverVerdict v = iver_ledger_judge(false, 0, 0, true, &st, &sa, &sm);
         iver_ledger_account(l, &v, st.size, -1, st.size, 0, "/f");
         st.atime += 1; /* a read */
@@ -168,7 +168,7 @@ START_TEST(test_mtime_shadow_sticks) {
         IverLedger *l = NULL;
         ck_assert_int_eq(iver_ledger_new(5, &l), 0);
         IverStat st = base();
-        uint64_t sa, sm, sm0;
+        uint32_t sa, sm, sm0;
         IverVerdict v = iver_ledger_judge(false, 0, 0, true, &st, &sa, &sm);
         iver_ledger_account(l, &v, st.size, -1, st.size, 0, "/f");
         sm0 = sm;

@@ -21,12 +21,13 @@ static IverCache *sample(unsigned n) {
         for (unsigned i = 0; i < n; i++) {
                 IverEntry e = {
                         .id = { .dev = 7, .ino = 1000 + i, .gen = 99 * i },
-                        .source = IVER_COOKIE_CTIME,
+                        .source = i % 4 ? IVER_COOKIE_CTIME : IVER_COOKIE_STATX_VERSION,
+                        .version = i % 4 ? 0 : 77 + i,
                         .size = i * 10,
-                        .atime = -5 + i, .mtime = 1000000000LL * i, .ctime = 1000000001LL * i,
-                        .mode = 0100644, .uid = i, .gid = 2,
+                        .mtime = 1000000000LL * i, .ctime = 1000000001LL * i,
+                        .mode = 0100644,
                         .flags = i % 3 ? IVER_ENTRY_MEASURED : IVER_ENTRY_UNSTABLE,
-                        .shadow_atime = ~(uint64_t) i, .shadow_mtime = i * 3,
+                        .shadow_atime = ~(uint32_t) i, .shadow_mtime = i * 3,
                         .digest = { .algo = i % 2 ? IVER_HASH_SHA256 : IVER_HASH_SHA512, .len = i % 2 ? 32 : 64 },
                 };
                 memset(e.digest.bytes, (int) i, e.digest.len);
@@ -52,7 +53,10 @@ static void assert_same(IverCache *a, IverCache *b) {
                 ck_assert_mem_eq(px, py, lx);
                 ck_assert(iver_identity_equal(&x.id, &y.id));
                 ck_assert_int_eq(x.ctime, y.ctime);
-                ck_assert_int_eq(x.atime, y.atime);
+                ck_assert_int_eq(x.mtime, y.mtime);
+                ck_assert_uint_eq(x.size, y.size);
+                ck_assert_uint_eq(x.source, y.source);
+                ck_assert_uint_eq(x.version, y.version);
                 ck_assert_uint_eq(x.flags, y.flags);
                 ck_assert_uint_eq(x.shadow_atime, y.shadow_atime);
                 if (x.flags & IVER_ENTRY_MEASURED)
