@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,6 +260,11 @@ static void scan_end(Manager *m) {
         manager_scan_progress(m, &p);
         m->scan_active = false;
         m->scan_end_usec = (uint64_t) iver_monotonic_ns() / 1000;
+        /* a scan's transient heap (walk batches, jobs, the workers' buffers)
+         * goes back to the system: the settled daemon is the cache and the
+         * list's index (a few ms, once a scan) */
+        if (p.initial || p.measured > 0)
+                (void) malloc_trim(0);
         if (p.initial || p.measured > 0 || p.errors > 0 || p.violations > 0)
                 log_scan_summary(p.initial ? "Initial measurement" : "Rescan", (unsigned long long) p.seen,
                                  (unsigned long long) p.measured, (unsigned long long) p.bytes, p.seconds,
