@@ -11,6 +11,7 @@ struct IverImaFile {
         int bin_fd;
         int ascii_fd;
         uint64_t size;
+        uint64_t ascii_size;            /* the ASCII twin's length: only we write it */
         size_t count;
         uint32_t pcrs;
         int ascii_error;

@@ -266,6 +266,10 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, size_t *ret_t
         if (r < 0)
                 return r;
         f->ascii_fd = TAKE_FD(ascii_fd);
+        struct stat ast;
+        if (fstat(f->ascii_fd, &ast) < 0)
+                return negative_errno();
+        f->ascii_size = (uint64_t) ast.st_size;
         if (ret_truncated)
                 *ret_truncated = (size_t) (size - end);
         *ret_file = TAKE_PTR(f);
@@ -276,7 +280,6 @@ static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool s
         _cleanup_free_ uint8_t *bin = NULL;
         _cleanup_free_ char *text = NULL;
         size_t size = 0, off = 0, text_len = 0, text_cap = 0;
-        struct stat ast;
         int r;
 
         if (!f || (!e && n > 0))
@@ -299,16 +302,16 @@ static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool s
                 r = iver_imalog_entry_to_ascii(e[i], &line, &ln);
                 if (r < 0)
                         return r;
-                if (GROW(text, text_cap, text_len + ln, TEXT_CHUNK) < 0)
+                /* from 4 KiB: a batch's text stays on the heap (256 KiB
+                 * at once would be an mmap and munmap every commit) */
+                if (GROW(text, text_cap, text_len + ln, 4096) < 0)
                         return -ENOMEM;
                 memcpy(text + text_len, line, ln);
                 text_len += ln;
         }
-        if (fstat(f->ascii_fd, &ast) < 0)
-                return negative_errno();
         /* room ahead of the batch's end; a full filesystem that refuses more
          * still lets the batch into what is already reserved */
-        imalog_file_reserve_both(f, f->size + size, (uint64_t) ast.st_size + text_len);
+        imalog_file_reserve_both(f, f->size + size, f->ascii_size + text_len);
         r = iver_write_full(f->bin_fd, bin, size);
         if (r >= 0 && sync && fdatasync(f->bin_fd) < 0)
                 r = negative_errno();
@@ -320,12 +323,13 @@ static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool s
         if (r < 0) {
                 /* Leave no partial record behind: cut back to the last good one. */
                 (void) cut_back(f->bin_fd, f->size);
-                (void) cut_back(f->ascii_fd, (uint64_t) ast.st_size);
+                (void) cut_back(f->ascii_fd, f->ascii_size);
                 /* a cut may free the blocks past the end: reserve them again next time */
                 f->bin_alloc = MIN(f->bin_alloc, f->size);
-                f->ascii_alloc = MIN(f->ascii_alloc, (uint64_t) ast.st_size);
+                f->ascii_alloc = MIN(f->ascii_alloc, f->ascii_size);
                 return r;
         }
+        f->ascii_size += text_len;
         /* in the list now: counted and indexed (an index that cannot grow
          * only lets a later duplicate through, which the kernel's rule
          * tolerates) */

@@ -53,17 +53,14 @@ static uint64_t allocated_end(int fd) {
 }
 
 int iver_imalog_file_reserve(IverImaFile *f, uint64_t bytes) {
-        struct stat ast;
         if (!f)
                 return -EINVAL;
-        if (fstat(f->ascii_fd, &ast) < 0)
-                return negative_errno();
         f->reserve = bytes;
         f->reserve_error = 0;
         /* all of it asked for: what an earlier run reserved is not taken twice */
         f->bin_alloc = f->size;
-        f->ascii_alloc = (uint64_t) ast.st_size;
-        imalog_file_reserve_both(f, f->size, (uint64_t) ast.st_size);
+        f->ascii_alloc = f->ascii_size;
+        imalog_file_reserve_both(f, f->size, f->ascii_size);
         if (f->reserve_error < 0) {
                 /* short: what is there still counts (an estimate: st_blocks) */
                 f->bin_alloc = MAX(f->bin_alloc, allocated_end(f->bin_fd));
@@ -73,13 +70,10 @@ int iver_imalog_file_reserve(IverImaFile *f, uint64_t bytes) {
 }
 
 int iver_imalog_file_reserve_state(const IverImaFile *f, uint64_t *ret_ahead) {
-        struct stat ast;
         if (!f)
                 return -EINVAL;
-        if (fstat(f->ascii_fd, &ast) < 0)
-                return negative_errno();
         uint64_t a = f->bin_alloc > f->size ? f->bin_alloc - f->size : 0;
-        uint64_t b = f->ascii_alloc > (uint64_t) ast.st_size ? f->ascii_alloc - (uint64_t) ast.st_size : 0;
+        uint64_t b = f->ascii_alloc > f->ascii_size ? f->ascii_alloc - f->ascii_size : 0;
         *ret_ahead = f->reserve_error == -EOPNOTSUPP ? 0 : MIN(a, b);
         return f->reserve_error;
 }

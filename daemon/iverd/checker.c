@@ -535,7 +535,10 @@ bool checker_window_low(const House *m) {
 int checker_dispatch(sd_event_source *s, void *userdata) {
         House *m = userdata;
         const char *path;
-        fstrack_sync(m->fstrack); /* events before these checks' statx flag the entries they replace */
+        /* events before these checks' statx flag the entries they replace
+         * (nothing to dispatch: no statx, no read) */
+        if (queue_queued(m->queue) > 0 && workers_light(m->workers) < m->max_inflight)
+                fstrack_sync(m->fstrack);
         for (unsigned n = 0; n < DISPATCH_BATCH && workers_light(m->workers) < m->max_inflight; n++) {
                 path = queue_pop(m->queue);
                 if (!path)

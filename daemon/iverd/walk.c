@@ -32,6 +32,7 @@ struct Walk {
         Dir *todo;            /* stack of directories still to read */
         DIR *cur;
         char *cur_path;
+        bool cur_files;                /* a file directly in cur may be measured (not only an ancestor) */
         sd_event_source *source;
         uint64_t files;
         uint64_t dirs_done, dirs_todo; /* for the progress estimate */
@@ -216,6 +217,7 @@ static int open_next(Walk *w) {
                 return 1;
         }
         report_dir_entered(w->reports, fd, w->cur_path);
+        w->cur_files = report_dir_files(w->reports, w->cur_path);
         return 1;
 }
 
@@ -238,7 +240,9 @@ static int entry(Walk *w, const struct dirent *de) {
                         return log_error_errno(-ENOMEM, "Out of memory while walking");
                 if (report_dir_wanted(w->reports, p))
                         (void) push(w, p);
-        } else if (type == DT_REG || type == DT_LNK || type == DT_UNKNOWN) {
+        } else if (w->cur_files && (type == DT_REG || type == DT_LNK || type == DT_UNKNOWN)) {
+                /* (a directory only on the way to measured ones: its files
+                 * are never looked at, as its watch ignores them) */
                 w->files++;
                 /* the statx on a worker, the rest when it is back */
                 if (batch_add(w, de->d_name) < 0) {
