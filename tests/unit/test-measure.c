@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -277,16 +279,40 @@ START_TEST(test_sigio_default_no_lease) {
 }
 END_TEST
 
+/* Whether a lease on st's inode shows in /proc/locks within ms milliseconds
+ * ("N: LEASE  ACTIVE    READ  PID MAJ:MIN:INO 0 EOF"). */
+static bool lease_held(const struct stat *st, int ms) {
+        char want[64], line[256];
+        snprintf(want, sizeof(want), ":%llu ", (unsigned long long) st->st_ino);
+        for (int i = 0; i < ms; i++) {
+                FILE *f = fopen("/proc/locks", "re");
+                bool found = false;
+                while (f && !found && fgets(line, sizeof(line), f))
+                        found = strstr(line, "LEASE") && strstr(line, want);
+                if (f)
+                        fclose(f);
+                if (found)
+                        return true;
+                usleep(1000);
+        }
+        return false;
+}
+
 START_TEST(test_writer_during_hash_breaks_lease) {
         /* A child opens the file for writing while we hash 256 MiB: its open
          * breaks our lease; we must give up that attempt and never return the
          * old digest as stable under the new content. */
         const size_t size = 256U << 20;
         write_file(path, size, 1);
+        struct stat fst;
+        ck_assert_int_eq(stat(path, &fst), 0);
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
-                usleep(20000);
+                /* open once the lease is held (a fixed 20 ms came before it on
+                 * a loaded machine, under ASan: no break to see) */
+                if (!lease_held(&fst, 10000))
+                        _exit(4);
                 int fd = open(path, O_WRONLY | O_CLOEXEC); /* waits for the lease holder */
                 if (fd < 0)
                         _exit(2);
