@@ -119,9 +119,11 @@ def contenders(fs, wl, tree, mnt):
             (f"xargs -P{ncpu} sha256sum", lambda tag: shell_run(q + f"-P{ncpu} sha256sum", tree))]
     if wl == "large":
         out.append(("openssl dgst -sha256", lambda tag: shell_run(q + "openssl dgst -sha256", tree)))
-        # as many openssl readers as iverd has workers: what the disk gives that many readers
-        out.append((f"xargs -P{ncpu} openssl dgst -sha256",
-                    lambda tag: shell_run(q + f"-n 64 -P{ncpu} openssl dgst -sha256", tree)))
+    # the parallel floor's other half (issue 23): as many openssl readers as iverd has
+    # workers, xargs' own packing for small files, -n 64 for the 1 MiB ones (balanced readers)
+    n64 = "-n 64 " if wl == "large" else ""
+    out.append((f"xargs -P{ncpu} openssl dgst -sha256",
+                lambda tag: shell_run(q + f"{n64}-P{ncpu} openssl dgst -sha256", tree)))
     out.append(("aide --init", lambda tag: aide_run(tag, tree)))
     return out
 
