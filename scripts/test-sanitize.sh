@@ -73,7 +73,7 @@ if ((asan)); then
         echo "ASan+UBSan build: $((SECONDS - start)) s"
         san_env "$LOGS"
         start=$SECONDS
-        ctest --test-dir "$B" --output-on-failure -L unit "${args[@]}" || rc=1
+        ctest --test-dir "$B" --output-on-failure -L unit -j"$jobs" "${args[@]}" || rc=1
         echo "ASan+UBSan unit tests: $((SECONDS - start)) s"
         start=$SECONDS
         # test-service runs the programs inside the hardened unit, whose

@@ -243,12 +243,17 @@ def parse_bin(path, allow_torn=False):
         off = o + 4 + dl
     return out
 
+_sha256 = {}
 def sha256(p):
-    h = hashlib.sha256()
-    with open(p, 'rb') as f:
-        for blk in iter(lambda: f.read(1 << 20), b''):
-            h.update(blk)
-    return h.hexdigest()
+    """sha256 of the file p, read once a run (check looks at each file twice:
+    in the list and in iverctl list; a test's tree may hold a 5 GiB file)"""
+    if p not in _sha256:
+        h = hashlib.sha256()
+        with open(p, 'rb') as f:
+            for blk in iter(lambda: f.read(1 << 20), b''):
+                h.update(blk)
+        _sha256[p] = h.hexdigest()
+    return _sha256[p]
 
 def tree_files(root):
     root = os.fsencode(root)

@@ -14,6 +14,9 @@
 # A temporary user and group are created and removed (EXIT trap). Needs root.
 # ADMIN_PARTS="15 17" runs some parts only (to show each fails on old code).
 set -euo pipefail
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-fleet.sh
 source "$here/lib-fleet.sh"

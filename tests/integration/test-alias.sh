@@ -13,6 +13,9 @@
 #            under the measured name holds the user's digest (it is listed
 #            under a marked alias: name, or not at all)
 set -euo pipefail
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-daemon.sh
 source "$here/lib-daemon.sh"

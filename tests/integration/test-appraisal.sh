@@ -9,6 +9,9 @@
 # ima-sig rule (no appraise rule) has its signature in the entry too, as the
 # kernel records it: the xattr is read with the hash, not only to appraise.
 set -euo pipefail
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 BUILD=${IVER_BUILD_DIR:-/work/main/build}
 for t in evmctl openssl swtpm setfattr getfattr; do
         command -v $t >/dev/null || { echo "FAIL: $t not installed"; exit 1; }

@@ -619,9 +619,9 @@ scenario_f() {          # socket activation + readiness
 }
 
 scenario_h() {          # the storm
-        local d=$1/storm nf=1000 rounds=100 i
+        local d=$1/storm nf=1000 rounds=100 i name
         mkdir -p "$d"
-        for ((i = 0; i < nf; i++)); do printf 'initial\n' >"$d/f$(printf %04d $i)"; done
+        for ((i = 0; i < nf; i++)); do printf -v name %04d "$i"; printf 'initial\n' >"$d/f$name"; done
         echo "measure path=$d/**" >"$W/storm.policy"
         echo
         echo "== [$FS] h. storm: $nf files x $rounds modifications = $((nf * rounds)) (max_queued_events $(cat "$QMAX_FILE"))"

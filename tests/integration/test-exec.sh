@@ -18,9 +18,10 @@
 #            violation lines are rate-limited (suppressed lines counted)
 #   bounded  a huge sparse script on ext4: the exec proceeds after about
 #            OnAccessTimeoutSec= with an "executed before measured" violation
-#   stuck    the event loop blocked (a reload opening a FIFO): execs, cached
-#            or not, still proceed within the bound (a thread keeps deadlines
-#            and reads the group when the loop does not)
+#   stuck    the event loop held inside a callback (stall-loop.py: ptrace
+#            stops its thread at an accept): execs, cached or not, still
+#            proceed within the bound (a thread reads the group and keeps
+#            the deadlines)
 #   stop     daemon stopped (SIGSTOP): an exec is held; SIGKILL: it proceeds
 #   link     a write through a hard link outside the tree is listed under the
 #            measured name (close-write of the filesystem mark, by inode)
@@ -45,12 +46,14 @@ command -v tpm2_checkquote >/dev/null || iver_skip "tpm2-tools not installed"
 IVER_IMAGE_MB=512
 iver_mounts_init
 W=$IVER_WORKDIR
-IVERD_PID="" SWTPM_PID=""
+IVERD_PID="" SWTPM_PID="" STALL_PID=""
 stop_pid() { local p=$1; [ -n "$p" ] || return 0; kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true
         for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$p" 2>/dev/null || true; }
 test_cleanup() {
         local rc=$?
         set +e # cleanup goes on whatever fails; (exit "$rc") below must not end it under set -e
+        # the stall's tracer first: its end lets the loop's thread go
+        [ -n "$STALL_PID" ] && { kill "$STALL_PID" 2>/dev/null; wait "$STALL_PID" 2>/dev/null; }
         [ -n "${KEEP_LOG:-}" ] && cp "$W/iverd.log" "$KEEP_LOG" 2>/dev/null; stop_pid "$IVERD_PID"; stop_pid "$SWTPM_PID"
         (exit "$rc")
         iver_mounts_cleanup
@@ -65,7 +68,9 @@ js() { ctl status --json | python3 -c "import json,sys; print(json.load(sys.stdi
 LIST=$W/run/ascii_runtime_measurements
 ZERO=0000000000000000000000000000000000000000
 # a list line for $1 with digest $2, or a violation entry (zero template hash) for it
-listed_or_violation() { ctl log --ascii | awk -v p="$1" -v d="sha256:$2" -v z="$ZERO" '$NF == p && ($4 == d || $2 == z) { f = 1 } END { exit !f }'; }
+listed_or_violation() { ctl log --ascii | listed_or_violation_in "$@"; }
+# the same over a list on stdin (one `iverctl log` for many checks)
+listed_or_violation_in() { awk -v p="$1" -v d="sha256:$2" -v z="$ZERO" '$NF == p && ($4 == d || $2 == z) { f = 1 } END { exit !f }'; }
 violations_for() { ctl log --ascii | awk -v p="$1" -v z="$ZERO" '$NF == p && $2 == z' | wc -l; }
 
 iver_mount tmpfs; T=$IVER_MNT/tree; U=$IVER_MNT/uidonly
@@ -234,10 +239,11 @@ with open(out, "w") as f:
 print(len(ran), "runs while rewritten")
 PY
 ctl settle --timeout 30 >/dev/null
+ctl log --ascii >"$W/churn.list"
 runs=0 missing=0
 while read -r v h; do
         runs=$((runs + 1))
-        listed_or_violation "$T/churn" "$h" || { missing=$((missing + 1)); echo "run of $v not listed"; }
+        listed_or_violation_in "$T/churn" "$h" <"$W/churn.list" || { missing=$((missing + 1)); echo "run of $v not listed"; }
 done <"$W/churn.out"
 [ "$runs" -gt 5 ] || fail "only $runs runs of the churning script"
 [ "$missing" = 0 ] || fail "$missing of $runs runs of a churning script have neither an entry nor a violation"
@@ -271,14 +277,21 @@ echo "exec of a 6 GiB file returned after ${el}s ($out); timeouts: $(js on_acces
 for _ in $(seq 40); do [ "$(violations_for "$E/huge")" -ge 1 ] && break; sleep 0.1; done
 [ "$(violations_for "$E/huge")" -ge 1 ] || fail "no 'executed before measured' violation entry for the huge file"
 grep -q "Violation on $E/huge: unmeasured: executed before measured" "$W/iverd.log" || fail "journal does not say executed before measured"
+# done with it: cut it short, or the next settles wait for 6 GiB to be hashed
+# (a blocking open: it breaks the read lease iverd hashes it under)
+timeout 20 sh -c ': >"$1"' sh "$E/huge" || fail "could not truncate the huge file"
 
-step "stuck loop: the event loop blocked (reload reads a FIFO as its config): execs still proceed within the bound"
+step "stuck loop: the event loop held inside a callback (its thread stopped by ptrace at a control connection's accept, the other threads running): execs, cached or not, still proceed within the bound"
 printf '#!/bin/sh\necho cached\n' >"$T/cached"; chmod +x "$T/cached"
 ctl settle --timeout 60 >/dev/null || true
 "$T/cached" >/dev/null
-cp "$W/iverd.conf" "$W/iverd.conf.saved"; rm -f "$W/iverd.conf"; mkfifo "$W/iverd.conf"
-kill -HUP "$IVERD_PID"; sleep 0.3
 printf '#!/bin/sh\necho fresh\n' >"$T/fresh"; chmod +x "$T/fresh"
+loop_state() { awk '/^State:/ { print $2 }' "/proc/$IVERD_PID/task/$IVERD_PID/status"; }
+python3 "$here/stall-loop.py" "$IVERD_PID" "$IVERD_SOCKET" "$W/stalled" &
+STALL_PID=$!
+for _ in $(seq 200); do [ -e "$W/stalled" ] && break; kill -0 "$STALL_PID" 2>/dev/null || break; sleep 0.05; done
+[ -e "$W/stalled" ] || { echo "FAIL: test bug: the event loop could not be stalled"; exit 1; }
+[ "$(loop_state)" = t ] || fail "the loop's thread is not held (state $(loop_state))"
 for f in cached fresh; do
         t0=$(date +%s.%N)
         timeout 20 "$T/$f" >/dev/null || fail "exec of $f failed or hung while the loop was blocked"
@@ -286,10 +299,11 @@ for f in cached fresh; do
         echo "exec of $f while the loop is blocked: ${el}s"
         [ "$(echo "$el < 2.5" | bc)" = 1 ] || fail "exec of $f waited ${el}s while the loop was blocked (bound 0.5s + 0.1s + slack)"
 done
-timeout 10 sh -c "cat '$W/iverd.conf.saved' > '$W/iverd.conf'" || true
-rm -f "$W/iverd.conf"; mv "$W/iverd.conf.saved" "$W/iverd.conf"
+[ "$(loop_state)" = t ] || fail "the loop's thread was let go before the execs ended (state $(loop_state))"
+kill -TERM "$STALL_PID"; wait "$STALL_PID" || fail "stall-loop.py failed"; STALL_PID=
 ctl settle --timeout 60 >/dev/null || true
-for _ in $(seq 40); do [ "$(violations_for "$T/fresh")" -ge 1 ] && break; sleep 0.1; done
+# a violation only where the loop had handed the exec to a worker before the
+# deadline (onaccess-held.c); here it was held before it looked: none expected
 echo "violation entries for fresh (executed before measured, listed when the loop resumed): $(violations_for "$T/fresh")"
 
 step "stop: SIGSTOP holds an exec on a marked filesystem; SIGKILL releases it"

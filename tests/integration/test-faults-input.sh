@@ -205,10 +205,11 @@ printf 'data at 1 MiB' | dd of="$T/sparse" bs=1 seek=$((1024 * 1024)) conv=notru
 t0=$(date +%s.%N)
 ctl settle --timeout 300 >/dev/null || fail "e: settle (5 GiB)"
 t1=$(date +%s.%N)
-want=$(sha256sum "$T/sparse" | cut -d' ' -f1)
-t2=$(date +%s.%N)
+# sha256sum of this file (its content is fixed: zeros, the two strings above);
+# a constant, not read back here: result's check reads the 5 GiB again
+want=3acda924575a53eca0c74fb58c1a1596eefd3b20a704edec9503830c88cdf621
 got=$(py digests_for "$RUN" "$T/sparse" | tail -1)
-note "iverd: $(python3 -c "print(f'{$t1-$t0:.1f}')") s to settle; sha256sum: $(python3 -c "print(f'{$t2-$t1:.1f}')") s; listed $got"
+note "iverd: $(python3 -c "print(f'{$t1-$t0:.1f}')") s to settle; listed $got"
 E_WRONG=0
 [[ $got == "$want" ]] || { fail "e: sparse file listed as '$got', sha256sum $want"; E_WRONG=1; }
 result "5e. sparse 5 GiB file" 1 "$E_WRONG"

@@ -14,6 +14,9 @@
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-faults.sh
 source "$here/lib-faults.sh"
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 faults_init priv
 for t in useradd userdel groupadd groupdel setpriv getent; do command -v "$t" >/dev/null || { echo "SKIP: $t missing"; exit 77; }; done
 SRC=${IVER_SOURCE_DIR:-$(cd "$here/../.." && pwd)}

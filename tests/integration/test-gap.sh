@@ -16,6 +16,9 @@
 #            daemon cannot know that nothing ran
 #   crash    kill -9, then start: one gap entry, starting no later than the kill
 set -euo pipefail
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-daemon.sh
 source "$here/lib-daemon.sh"

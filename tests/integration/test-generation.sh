@@ -10,6 +10,9 @@
 # listed under the new rule; status and the reload message carry the
 # generation number.
 set -euo pipefail
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 BUILD=${IVER_BUILD_DIR:-/work/main/build}
 D=$(mktemp -d /tmp/iver-test-generation.XXXXXX)
 IVERD_PID=

@@ -92,6 +92,8 @@ stop_iverd() {
         rm -f "$D_DIR/run/iverd.sock"
 }
 stat_of() { ctl stats --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+# counters R M: remeasured and metadata_only, from one stats call
+counters() { ctl stats --json | python3 -c "import json,sys; s = json.load(sys.stdin); print(s['remeasured'], s['metadata_only'])"; }
 status_of() { ctl status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 settle() {              # settle, and wait out provisional re-checks (≤ 5 s)
         local i n
@@ -122,14 +124,14 @@ check_digest() {
 # row NAME BEFORE_REMEASURED BEFORE_META: one line of the adversarial table
 row() {
         local r m
-        r=$(stat_of remeasured); m=$(stat_of metadata_only)
+        read -r r m < <(counters)
         printf '| %-6s | %-44s | %10s | %13s | %-6s | %s\n' "$FS" "$1" "+$((r - $2))" "+$((m - $3))" "$DIG" \
                 "$([[ $OK == 1 ]] && echo PASS || echo FAIL)" >>"$TABLE"
         echo "  $1: remeasured +$((r - $2)) metadata_only +$((m - $3)) digest $DIG"
 }
 begin() {              # begin TITLE: counters now (0 when no daemon runs: the caller takes them after starting one)
         OK=1; DIG=-; R0=0; M0=0
-        [[ -n $D_PID ]] && { R0=$(stat_of remeasured); M0=$(stat_of metadata_only); }
+        [[ -n $D_PID ]] && read -r R0 M0 < <(counters)
         echo "== [$FS] $1"
 }
 # same_size_write FILE: other bytes, same size, mtime and atime restored
@@ -195,20 +197,33 @@ PY
         settle; expect_rehash "mmap"; check_digest "$t/f4"; row "mmap store (fd closed first) then chmod" "$R0" "$M0"
 
         begin "mmap store while mapped, chmod, then unmap"
-        python3 - "$t/f5" "$t/f5.go" <<'PY' &
+        # handshakes through files in $W: closed (iverd measures the file as
+        # it was), store, go (stored: chmod), unmap (the chmod is checked
+        # while still mapped: no lease)
+        rm -f "$W/f5."*
+        python3 - "$t/f5" "$W/f5." <<'PY' &
 import mmap, os, sys, time
+def signal(name): open(sys.argv[2] + name, "w").close()
+def await_(name):
+    for _ in range(400):
+        if os.path.exists(sys.argv[2] + name):
+            return
+        time.sleep(0.025)
+    sys.exit("no " + name)
 fd = os.open(sys.argv[1], os.O_RDWR)
 m = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
 os.close(fd)
-time.sleep(0.5)
+signal("closed"); await_("store")
 m[300:304] = b"EVIL"
-open(sys.argv[2], "w").close()
-time.sleep(1.0)         # chmod + check happen while still mapped: no lease
+signal("go"); await_("unmap")
 m.close()
 PY
         local mp=$!
-        for ((i = 0; i < 100; i++)); do [[ -e $t/f5.go ]] && break; sleep 0.05; done
-        chmod 640 "$t/f5"; wait "$mp"; rm -f "$t/f5.go"
+        for ((i = 0; i < 200; i++)); do [[ -e $W/f5.closed ]] && break; sleep 0.05; done
+        ctl settle --timeout 60 >/dev/null; touch "$W/f5.store"
+        for ((i = 0; i < 200; i++)); do [[ -e $W/f5.go ]] && break; sleep 0.05; done
+        chmod 640 "$t/f5"; ctl settle --timeout 60 >/dev/null; touch "$W/f5.unmap"
+        wait "$mp" || fail "mmap mapped: the mapping script failed"
         settle; expect_rehash "mmap mapped"; check_digest "$t/f5"; row "mmap store, chmod while still mapped" "$R0" "$M0"
 
         begin "truncate to the same size then chmod"
@@ -238,7 +253,12 @@ PY
         local ntrack
         ntrack=$(ctl status --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["tracking"]))')
         mount --bind "$W/bind-$FS" "$t/sub" && IVER_MOUNTS+=("$t/sub")
-        sleep 0.5; settle
+        # (iverd sees the new mount: its mark, asserted below, then settle)
+        for ((i = 0; i < 40; i++)); do
+                (( $(ctl status --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["tracking"]))') > ntrack )) && break
+                sleep 0.05
+        done
+        settle
         check_digest "$t/sub/other"
         # the bind mount brings another filesystem into the tree: it gets its own mark
         (( $(ctl status --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["tracking"]))') > ntrack )) ||
@@ -256,7 +276,7 @@ PY
         local st=$?
         echo "$FQ_SAVED" >"$FQ"
         ((st == 0)) || return
-        R0=$(stat_of remeasured); M0=$(stat_of metadata_only)
+        read -r R0 M0 < <(counters)
         mkdir -p "$t/noise"
         kill -STOP "$D_PID"
         same_size_write "$t/f8"
@@ -271,7 +291,7 @@ PY
 
         begin "fallback without fanotify (inotify): chmod re-hashes"
         LD_PRELOAD=$W/nofan.so start_iverd "fb-$FS" || return
-        R0=$(stat_of remeasured); M0=$(stat_of metadata_only)
+        read -r R0 M0 < <(counters)
         local mode
         mode=$(ctl status --json | python3 -c '
 import json,sys

@@ -16,6 +16,9 @@
 #      wait for it: messages received + journal_dropped (iverctl status) = N.
 # Needs root and the package auditd (exits 77 without it).
 set -euo pipefail
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 
 SRC=${IVER_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${IVER_BUILD_DIR:-$SRC/build}

@@ -8,6 +8,9 @@
 # (as after a reboot) and a fresh measurement list are each detected, the snapshot discarded and everything
 # re-measured. Also: time to ready with many cached files.
 set -euo pipefail
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 BUILD=${IVER_BUILD_DIR:-/work/main/build}
 command -v keyctl >/dev/null || { echo "FAIL: keyctl (package keyutils) missing"; exit 1; }
 D=$(mktemp -d /var/tmp/iver-test-persist.XXXXXX)

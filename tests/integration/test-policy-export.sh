@@ -12,6 +12,9 @@
 #   4  a new file unknown to the golden policy → reported as not in policy
 # Needs root and swtpm (skips with 77 without swtpm).
 set -euo pipefail
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-fleet.sh
 source "$here/lib-fleet.sh"

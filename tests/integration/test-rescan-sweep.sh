@@ -5,6 +5,9 @@
 # and one changed between two rescans are all noticed — the deleted one
 # leaves `iverctl list` (mark and sweep), the others are measured.
 set -euo pipefail
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 BUILD=${IVER_BUILD_DIR:-/work/main/build}
 command -v cc >/dev/null || { echo "SKIP: no C compiler for the shim"; exit 77; }
 D=$(mktemp -d /tmp/iver-test-sweep.XXXXXX)

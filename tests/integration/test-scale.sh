@@ -18,6 +18,9 @@
 # (default 20) resize it.
 # Needs root, swtpm, tpm2-tools.
 set -u
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-mounts.sh
 source "$here/lib-mounts.sh"

@@ -21,8 +21,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-mounts.sh
 source "$here/lib-mounts.sh"
 # the memory soak is not a test of the settle interval: each round settles
-# after 300 ms of quiet, not 2 s (IVERD_TEST_REST_SETTLE_MS, iverd(8))
-export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
+# after 100 ms of quiet, not 2 s (IVERD_TEST_REST_SETTLE_MS, iverd(8)). Every
+# replaced file is still held at rest first (its writer, the churn, is not
+# quiet until the round ends: rest.c), and let go at the next tick; 200 rounds
+# of 300 ms took 100 s, of 100 ms 50 s.
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-100}
 
 BUILD=${IVER_BUILD_DIR:-$(cd "$here/../.." && pwd)/build}
 if [[ ${CI:-} == true ]]; then R=${IVER_SOAK_REPLACEMENTS:-20000} T=${IVER_SOAK_TREE:-20000}
@@ -70,18 +73,29 @@ iver_track_pid $IVERD_PID
 for _ in $(seq 100); do ctl status >/dev/null 2>&1 && break; sleep 0.05; done
 ctl settle --timeout 600 || fail "iverd did not settle"
 
-# ROUNDS of FILES replacements each; version r % 2 + 1 (two versions alternate)
-churn() {
-        python3 - "$M/tree" "$FILES" "$1" "$2" <<'PY'
+# churn FIRST ROUNDS: ROUNDS of FILES replacements each; version r % 2 + 1
+# (two versions alternate). One python for all rounds (a coprocess: each
+# request a line, each done a line), not one started per round.
+cat >"$W/churn.py" <<'PY'
 import os, sys
-root, n, first, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-for r in range(first, first + rounds):
-    for i in range(n):
-        p = os.path.join(root, "pkg%02d" % (i // 25), "lib%03d.so" % i)
-        with open(p + ".dpkg-new", "w") as f:
-            f.write("version %d of file %d\n" % (r % 2 + 1, i))
-        os.rename(p + ".dpkg-new", p)
+root, n = sys.argv[1], int(sys.argv[2])
+for line in sys.stdin:
+    first, rounds = map(int, line.split())
+    for r in range(first, first + rounds):
+        for i in range(n):
+            p = os.path.join(root, "pkg%02d" % (i // 25), "lib%03d.so" % i)
+            with open(p + ".dpkg-new", "w") as f:
+                f.write("version %d of file %d\n" % (r % 2 + 1, i))
+            os.rename(p + ".dpkg-new", p)
+    print("done", flush=True)
 PY
+coproc CHURN { exec python3 "$W/churn.py" "$M/tree" "$FILES"; }
+iver_track_pid "$CHURN_PID"
+churn() {
+        local ok=
+        echo "$1 $2" >&"${CHURN[1]}"
+        read -r ok <&"${CHURN[0]}"
+        [[ $ok == "done" ]] || fail "the churn script failed"
 }
 
 step "warm-up: four rounds of $FILES rename-over replacements (the tree: $T more files)"

@@ -15,6 +15,9 @@
 #   listing (the latency bound is checked loosely, IVER_STORM_P99_MS).
 # IVER_STORM_SECONDS (default 0: as long as root's 50 runs take).
 set -euo pipefail
+# not a test of names at rest: a settle after a change need not wait the 2 s
+# a name takes to come to rest (IVERD_TEST_REST_SETTLE_MS, iverd(8))
+export IVERD_TEST_REST_SETTLE_MS=${IVERD_TEST_REST_SETTLE_MS:-300}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-daemon.sh
 source "$here/lib-daemon.sh"
