@@ -22,7 +22,7 @@
 #define IDX_MASK ((1U << IDX_BITS) - 1)
 #define MAX_ENTRIES (IDX_MASK - 1)  /* so no slot is ever SLOT_EMPTY */
 
-/* One cache line. What most entries do not need lives in the entry's record
+/* One cache line (the chunks are 64-byte aligned). What most entries do not need lives in the entry's record
  * in the digests arena (see rec_len()): the digest of a measured file, and
  * the version of a STATX_VERSION cookie (rare: only where a probe proved the
  * seed ABI). */

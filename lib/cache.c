@@ -216,7 +216,9 @@ static int reserve_entry(IverCache *c) {
                 if (!ch)
                         return -ENOMEM;
                 c->chunks = ch;
-                ch[c->n_chunks] = malloc(ENTRY_CHUNK * sizeof(CacheEntry));
+                /* cache-line aligned: an entry is one line, so a lookup's
+                 * compare and a hit's copy touch one line, not two */
+                ch[c->n_chunks] = aligned_alloc(64, ENTRY_CHUNK * sizeof(CacheEntry));
                 if (!ch[c->n_chunks])
                         return -ENOMEM;
                 c->n_chunks++;
