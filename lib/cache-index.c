@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The measurement cache's indexes: open addressing with linear probing over
  * 32-bit slots (entries by (dev, ino), entries by path, directories by
- * path), tombstone-free deletion. */
+ * path), tombstone-free deletion; sizes and homes as table.h says. */
 #include "cache-internal.h"
+#include "table.h"
+
+static inline uint32_t home(const Index *x, uint64_t hash) {
+        return (uint32_t) iver_table_home((uint32_t) hash, x->cap);
+}
+
+static inline uint32_t next(const Index *x, uint32_t i) {
+        return ++i == x->cap ? 0 : i;
+}
 
 static uint64_t slot_hash(const IverCache *c, const Index *x, uint32_t i) {
         if (x == &c->by_dir)
@@ -16,8 +25,8 @@ uint32_t *cache_index_find_inode(const IverCache *c, uint32_t dev, uint64_t ino)
         if (!x->slots)
                 return NULL;
         uint64_t hash = hash_inode(dev, ino);
-        for (uint64_t h = hash;; h++) {
-                uint32_t *s = &x->slots[h & x->mask];
+        for (uint32_t i = home(x, hash);; i = next(x, i)) {
+                uint32_t *s = &x->slots[i];
                 if (*s == SLOT_EMPTY)
                         return s;
                 if (!slot_may_be(*s, hash))
@@ -32,8 +41,8 @@ uint32_t *cache_index_find_dir(const IverCache *c, uint64_t hash, const char *di
         const Index *x = &c->by_dir;
         if (!x->slots)
                 return NULL;
-        for (uint64_t h = hash;; h++) {
-                uint32_t *s = &x->slots[h & x->mask];
+        for (uint32_t i = home(x, hash);; i = next(x, i)) {
+                uint32_t *s = &x->slots[i];
                 if (*s == SLOT_EMPTY)
                         return s;
                 if (!slot_may_be(*s, hash))
@@ -52,8 +61,8 @@ uint32_t *cache_index_find_name(const IverCache *c, uint32_t d, const char *base
         if (!x->slots)
                 return NULL;
         uint64_t hash = hash_path(c->dirs[d].hash, base, blen);
-        for (uint64_t h = hash;; h++) {
-                uint32_t *s = &x->slots[h & x->mask];
+        for (uint32_t i = home(x, hash);; i = next(x, i)) {
+                uint32_t *s = &x->slots[i];
                 if (*s == SLOT_EMPTY)
                         return s;
                 if (!slot_may_be(*s, hash))
@@ -68,8 +77,8 @@ uint32_t *cache_index_find_name(const IverCache *c, uint32_t d, const char *base
 
 /* The slot holding number i in x (it must be there). */
 uint32_t *cache_index_slot_of(const IverCache *c, const Index *x, uint32_t i) {
-        for (uint64_t h = slot_hash(c, x, i);; h++) {
-                uint32_t *s = &x->slots[h & x->mask];
+        for (uint32_t j = home(x, slot_hash(c, x, i));; j = next(x, j)) {
+                uint32_t *s = &x->slots[j];
                 assert(*s != SLOT_EMPTY);
                 if (slot_num(*s) == i)
                         return s;
@@ -79,12 +88,12 @@ uint32_t *cache_index_slot_of(const IverCache *c, const Index *x, uint32_t i) {
 /* Backward-shift deletion keeps linear probing tombstone-free. */
 void cache_index_delete(IverCache *c, Index *x, uint32_t *slot) {
         uint32_t hole = (uint32_t) (slot - x->slots);
-        for (uint32_t j = (hole + 1) & x->mask;; j = (j + 1) & x->mask) {
+        for (uint32_t j = next(x, hole);; j = next(x, j)) {
                 if (x->slots[j] == SLOT_EMPTY)
                         break;
-                uint32_t home = (uint32_t) (slot_hash(c, x, slot_num(x->slots[j])) & x->mask);
+                uint32_t h = home(x, slot_hash(c, x, slot_num(x->slots[j])));
                 /* move j into the hole if its home is not in (hole, j] cyclically */
-                bool in_between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+                bool in_between = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
                 if (!in_between) {
                         x->slots[hole] = x->slots[j];
                         hole = j;
@@ -95,8 +104,8 @@ void cache_index_delete(IverCache *c, Index *x, uint32_t *slot) {
 
 void cache_index_insert(IverCache *c, Index *x, uint32_t i) {
         uint64_t hash = slot_hash(c, x, i);
-        for (uint64_t h = hash;; h++) {
-                uint32_t *s = &x->slots[h & x->mask];
+        for (uint32_t j = home(x, hash);; j = next(x, j)) {
+                uint32_t *s = &x->slots[j];
                 if (*s == SLOT_EMPTY) {
                         *s = slot_make(hash, i);
                         return;
@@ -105,13 +114,10 @@ void cache_index_insert(IverCache *c, Index *x, uint32_t i) {
 }
 
 int cache_index_reserve(IverCache *c, Index *x, uint32_t want) {
-        uint64_t cap = (uint64_t) x->mask + 1;
-        if (x->slots && (uint64_t) want * 4 <= cap * 3)
+        if (x->slots && !iver_table_over(want, x->cap))
                 return 0;
-        uint64_t ncap = x->slots ? cap : 256;
-        while ((uint64_t) want * 4 > ncap * 3)
-                ncap *= 2;
-        if (ncap > (1ULL << 32))
+        uint64_t ncap = iver_table_capacity(want, 256);
+        if (ncap > UINT32_MAX)
                 return -E2BIG;
         uint32_t *s = malloc(ncap * sizeof(uint32_t));
         if (!s)
@@ -119,7 +125,7 @@ int cache_index_reserve(IverCache *c, Index *x, uint32_t want) {
         memset(s, 0xff, ncap * sizeof(uint32_t));
         free(x->slots);
         x->slots = s;
-        x->mask = (uint32_t) (ncap - 1);
+        x->cap = (uint32_t) ncap;
         if (x == &c->by_dir) {
                 for (uint32_t d = 0; d < c->n_dirs; d++)
                         if (c->dirs[d].refs > 0)

@@ -56,7 +56,7 @@ typedef struct Dir {
 
 typedef struct Index {
         uint32_t *slots;
-        uint32_t mask;      /* capacity - 1; capacity is a power of two */
+        uint32_t cap;       /* slots (table.h) */
 } Index;
 
 struct IverCache {

@@ -383,7 +383,7 @@ size_t iver_cache_memory(const IverCache *c) {
                    (size_t) c->n_dirs_alloc * sizeof(Dir);
         const Index *x[] = { &c->by_inode, &c->by_path, &c->by_dir };
         for (size_t i = 0; i < ELEMENTSOF(x); i++)
-                m += x[i]->slots ? ((size_t) x[i]->mask + 1) * sizeof(uint32_t) : 0;
+                m += x[i]->slots ? (size_t) x[i]->cap * sizeof(uint32_t) : 0;
         return m + iver_arena_memory(&c->names) + iver_arena_memory(&c->digests);
 }
 

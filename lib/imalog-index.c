@@ -9,11 +9,12 @@
 #include "imalog-index.h"
 #include "fileio.h"
 #include "macro.h"
+#include "table.h"
 
 #define OFFSET_BITS 38
 #define FP_BITS (64 - OFFSET_BITS)
 #define OFFSET_MASK ((UINT64_C(1) << OFFSET_BITS) - 1)
-#define MIN_BITS 10
+#define MIN_SLOTS 1024
 #define RECORD_KEY_SIZE (4 + IVER_IMA_TEMPLATE_DIGEST_SIZE)     /* u32 pcr · template digest */
 
 void ima_index_init(ImaIndex *x) {
@@ -46,10 +47,10 @@ static uint64_t fingerprint(const ImaIndex *x, uint32_t pcr, const uint8_t *dige
         return h >> OFFSET_BITS;
 }
 
-/* The home slot of a fingerprint in a table of 1 << bits slots: its leading
- * bits (past FP_BITS, neighbouring slots share a fingerprint's home). */
-static size_t home(uint64_t fp, unsigned bits) {
-        return bits <= FP_BITS ? (size_t) (fp >> (FP_BITS - bits)) : (size_t) (fp << (bits - FP_BITS));
+/* The home slot of a fingerprint: the fingerprint scaled to the table
+ * (table.h), so it moves with the table's size without reading a record. */
+static size_t home(uint64_t fp, size_t n_slots) {
+        return (size_t) iver_table_home((uint32_t) (fp << (32 - FP_BITS)), n_slots);
 }
 
 /* Whether the record at offset in fd is (pcr, digest). */
@@ -66,9 +67,9 @@ static int record_is(int fd, uint64_t offset, uint32_t pcr, const uint8_t *diges
 /* 1 and the slot holding (pcr, digest), or 0 and the free slot where it
  * would go. */
 static int probe(const ImaIndex *x, uint64_t fp, uint32_t pcr, const uint8_t *digest, int fd, size_t *ret) {
-        size_t mask = x->n_slots - 1, i = home(fp, x->bits);
+        size_t i = home(fp, x->n_slots);
 
-        for (;; i = (i + 1) & mask) {
+        for (;; i = i + 1 == x->n_slots ? 0 : i + 1) {
                 uint64_t s = x->slots[i];
                 if (s == 0)
                         break;
@@ -86,11 +87,10 @@ static int probe(const ImaIndex *x, uint64_t fp, uint32_t pcr, const uint8_t *di
         return 0;
 }
 
-/* Double the table: every slot goes to its fingerprint's new home, no record
- * is read back (the pairs in it are distinct). */
+/* Grow the table (table.h): every slot goes to its fingerprint's new home,
+ * no record is read back (the pairs in it are distinct). */
 static int grow(ImaIndex *x) {
-        unsigned bits = x->n_slots ? x->bits + 1 : MIN_BITS;
-        size_t n = (size_t) 1 << bits, mask = n - 1;
+        size_t n = (size_t) iver_table_capacity(x->n_used + 1, MIN_SLOTS);
         uint64_t *slots = calloc(n, sizeof(uint64_t));
 
         if (!slots)
@@ -99,15 +99,14 @@ static int grow(ImaIndex *x) {
                 uint64_t s = x->slots[j];
                 if (s == 0)
                         continue;
-                size_t i = home(s >> OFFSET_BITS, bits);
+                size_t i = home(s >> OFFSET_BITS, n);
                 while (slots[i] != 0)
-                        i = (i + 1) & mask;
+                        i = i + 1 == n ? 0 : i + 1;
                 slots[i] = s;
         }
         free(x->slots);
         x->slots = slots;
         x->n_slots = n;
-        x->bits = bits;
         return 0;
 }
 
@@ -126,7 +125,7 @@ int ima_index_add(ImaIndex *x, uint32_t pcr, const uint8_t digest[IVER_IMA_TEMPL
 
         if (offset > IMA_INDEX_OFFSET_MAX)
                 return -EFBIG;
-        if ((x->n_used + 1) * 4 > x->n_slots * 3) {
+        if (x->n_slots == 0 || iver_table_over(x->n_used + 1, x->n_slots)) {
                 r = grow(x);
                 if (r < 0)
                         return r;

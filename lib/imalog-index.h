@@ -3,9 +3,9 @@
 /* The dedup index of a measurement list kept on disk (lib/imalog-file.c):
  * which (PCR, template digest) pairs the list holds, in 8 bytes a slot and
  * no copy of the entries. A slot holds the record's file offset (38 bits)
- * and a 26-bit fingerprint of the pair: the top bits of a keyed hash, whose
- * leading bits are also the slot's home position (so the table grows without
- * reading a record back). A fingerprint match is confirmed by
+ * and a 26-bit fingerprint of the pair: the top bits of a keyed hash, which
+ * scaled to the table is also the slot's home position (so the table grows
+ * without reading a record back; sizes as lib/table.h says). A fingerprint match is confirmed by
  * reading the record's first 24 bytes (u32 PCR, SHA-1 template digest) back
  * from the list file, so a false match costs one pread and never drops an
  * entry. Slot positions come from a per-index random key: list entries carry
@@ -23,7 +23,6 @@
 typedef struct ImaIndex {
         uint64_t *slots;        /* 0 = free; else fingerprint << 38 | (offset + 1) */
         size_t n_slots, n_used;
-        unsigned bits;          /* n_slots = 1 << bits */
         uint64_t key[2];
 } ImaIndex;
 

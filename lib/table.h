@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+/* Sizes and home slots of the open-addressing tables with linear probing
+ * (the cache's indexes, the list's dedup index). A table holds at most 4/5
+ * of its capacity; capacities go 2^k, 3·2^(k-1), 2^(k+1)… (steps of 3/2 and
+ * 4/3), so a table spends 1.25 to 1.9 slots a key, where powers of two at a
+ * load of 3/4 spent 1.33 to 2.67. A key's home is 32 bits of its hash scaled
+ * to the capacity (multiply and shift: Lemire's fastrange), not masked. */
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Whether used keys exceed what a table of cap slots may hold. */
+static inline bool iver_table_over(uint64_t used, uint64_t cap) {
+        return used * 5 > cap * 4;
+}
+
+/* The least capacity of the sequence, at least min (a power of two), that holds want keys. */
+static inline uint64_t iver_table_capacity(uint64_t want, uint64_t min) {
+        uint64_t cap = min;
+        while (iver_table_over(want, cap))
+                cap = (cap & (cap - 1)) == 0 ? cap / 2 * 3 : cap / 3 * 4;
+        return cap;
+}
+
+/* The home slot of a key whose hash has these 32 bits. */
+static inline uint64_t iver_table_home(uint32_t h, uint64_t cap) {
+        return (uint64_t) h * cap >> 32;
+}
