@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Chunked arena with size-class free lists for the cache's paths and digests. */
+/* Chunked arena with size-class free lists for the cache's records (names, digests). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

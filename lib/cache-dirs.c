@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The measurement cache's directory table (a path is stored once per
  * directory, reference-counted by the entries named in it) and the
- * compaction of its arenas. */
+ * compaction of its names arena. */
 #include "cache-internal.h"
 #include "grow.h"
 
@@ -67,13 +67,13 @@ void cache_dir_unref_if_unused(IverCache *c, uint32_t d) {
 
 /* ---- compaction ---- */
 
-/* Copy every live record into a new arena and swap; the copy's chunks are
+/* Copy every live record (directories', entries') into a new arena and swap; the copy's chunks are
  * reserved first, so a compaction either happens whole or not at all (then
  * the cache keeps its garbage until the next try). */
 static void compact_names(IverCache *c) {
         IverArena a = {};
         uint32_t off;
-        if (iver_arena_reserve(&a, c->names.live, NAME_HDR + UINT16_MAX) < 0) {
+        if (iver_arena_reserve(&a, c->names.live, NAME_HDR + UINT16_MAX + IVER_DIGEST_MAX + sizeof(uint64_t)) < 0) {
                 iver_arena_done(&a);
                 return;
         }
@@ -98,31 +98,8 @@ static void compact_names(IverCache *c) {
         c->names = a;
 }
 
-static void compact_digests(IverCache *c) {
-        IverArena a = {};
-        if (iver_arena_reserve(&a, c->digests.live, IVER_DIGEST_MAX + sizeof(uint64_t)) < 0) {
-                iver_arena_done(&a);
-                return;
-        }
-        for (uint32_t i = 0; i < c->n; i++) {
-                CacheEntry *e = entry(c, i);
-                if (rec_len(e) == 0)
-                        continue;
-                uint32_t off;
-                int r = iver_arena_move(&a, &c->digests, e->digest_off, rec_len(e), &off);
-                assert(r >= 0);
-                (void) r;
-                e->digest_off = off;
-        }
-        iver_arena_trim(&a);
-        iver_arena_done(&c->digests);
-        c->digests = a;
-}
-
 void cache_maybe_compact(IverCache *c) {
         if (iver_arena_wants_compaction(&c->names))
                 compact_names(c);
-        if (iver_arena_wants_compaction(&c->digests))
-                compact_digests(c);
 }
 

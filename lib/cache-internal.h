@@ -6,6 +6,7 @@
  * to libiver. */
 #include <assert.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "arena.h"
 #include "iver/cache.h"
@@ -22,17 +23,17 @@
 #define IDX_MASK ((1U << IDX_BITS) - 1)
 #define MAX_ENTRIES (IDX_MASK - 1)  /* so no slot is ever SLOT_EMPTY */
 
-/* One cache line (the chunks are 64-byte aligned). What most entries do not need lives in the entry's record
- * in the digests arena (see rec_len()): the digest of a measured file, and
- * the version of a STATX_VERSION cookie (rare: only where a probe proved the
- * seed ABI). */
+/* 56 bytes. What most entries do not need lives in the entry's record in
+ * the names arena, after its name (see rec_len()): the digest of a measured
+ * file, and the version of a STATX_VERSION cookie (rare: only where a probe
+ * proved the seed ABI). */
 typedef struct CacheEntry {
-        uint64_t ino, gen, size;
+        uint64_t ino, size;
         int64_t mtime, ctime;
+        uint32_t gen;           /* IverIdentity's: 32 bits */
         uint32_t shadow_atime, shadow_mtime;
         uint32_t dev;
-        uint32_t name_off;      /* names arena: NameRecord */
-        uint32_t digest_off;    /* digests arena: [digest][version], when rec_len() > 0 */
+        uint32_t name_off;      /* names arena: the entry's record (name, then digest and version) */
         uint16_t mode;
         uint16_t algo : 5;
         uint16_t mark : 1;      /* scan mark (iver_cache_*_mark) */
@@ -40,11 +41,12 @@ typedef struct CacheEntry {
         uint16_t source : 2;
 } CacheEntry;
 
-_Static_assert(sizeof(CacheEntry) == 64, "cache entry grew");
+_Static_assert(sizeof(CacheEntry) == 56, "cache entry grew");
 _Static_assert(_IVER_HASH_MAX <= 32, "algo bit-field too narrow");
 
-/* names arena records: a name is u32 directory, u16 length, bytes; a
- * directory is u16 length, bytes (ending in '/' unless empty). */
+/* names arena records: an entry's is u32 directory, u16 length, the name's
+ * bytes, then the entry's payload (rec_len(): digest, version); a directory's
+ * is u16 length, bytes (ending in '/' unless empty). */
 #define NAME_HDR 6
 #define DIR_HDR 2
 
@@ -66,16 +68,17 @@ struct IverCache {
         Index by_inode, by_path, by_dir;
         Dir *dirs;
         uint32_t n_dirs, n_dirs_alloc, n_dirs_used, dir_free;
-        IverArena names, digests;
+        IverArena names;
 };
 
 static inline CacheEntry *entry(const IverCache *c, uint32_t i) {
         return &c->chunks[i >> ENTRY_CHUNK_SHIFT][i & (ENTRY_CHUNK - 1)];
 }
 
-/* The entry's record in the digests arena: the digest (measured), then the
- * cookie's version (STATX_VERSION); 0 when it has none. MEASURED and the
- * source change only by iver_cache_put*, which re-sizes the record. */
+/* The payload of the entry's record, after its name: the digest (measured),
+ * then the cookie's version (STATX_VERSION); 0 bytes when it has neither.
+ * MEASURED and the source change only by iver_cache_put*, which re-sizes
+ * the record. */
 static inline size_t rec_digest_len(bool measured, unsigned algo) {
         return measured ? iver_hash_algo_size((IverHashAlgo) algo) : 0;
 }
@@ -135,7 +138,14 @@ static inline size_t name_record_len(const IverCache *c, const CacheEntry *e) {
         uint32_t d;
         size_t len;
         (void) name_bytes(c, e, &d, &len);
-        return NAME_HDR + len;
+        return NAME_HDR + len + rec_len(e);
+}
+
+/* The entry's payload: its digest, then its version. */
+static inline uint8_t *rec_payload(const IverCache *c, const CacheEntry *e) {
+        uint32_t d;
+        size_t len;
+        return (uint8_t *) name_bytes(c, e, &d, &len) + len;
 }
 
 static inline uint64_t hash_entry_path(const IverCache *c, const CacheEntry *e) {
@@ -192,5 +202,5 @@ int cache_dir_get(IverCache *c, const char *dir, size_t len, uint32_t *ret);
 void cache_dir_unref(IverCache *c, uint32_t d);
 /* A directory made by cache_dir_get() that ended up unused. */
 void cache_dir_unref_if_unused(IverCache *c, uint32_t d);
-/* Compact the names and digest arenas when garbage dominates them. */
+/* Compact the names arena when garbage dominates it. */
 void cache_maybe_compact(IverCache *c);

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The measurement cache: a dense chunked entry array, open-addressing
  * indexes (cache-index.c: entries by (dev, ino), entries by path,
- * directories by path), a directory table (cache-dirs.c) and arenas for
- * names and digests; the layout is in cache-internal.h. A path is stored once
- * per directory: the directory's bytes (with the trailing '/') in the
- * directory table, each entry's name record holding the directory number and
- * the basename. 64 bytes an entry, ~17 bytes of index, the digest and the
- * name record; no allocation per entry. Freed names and digests are reused
- * (arena free lists) or compacted away. This file: the API (lookups and
- * changes). */
+ * directories by path), a directory table (cache-dirs.c) and an arena of
+ * records; the layout is in cache-internal.h. A path is stored once per
+ * directory: the directory's bytes (with the trailing '/') in the
+ * directory table, each entry's record holding the directory number, the
+ * basename, the digest and (rarely) a version. 56 bytes an entry, 8 to 12
+ * bytes of index (lib/table.h) and the record; no allocation per entry.
+ * Freed records are reused (arena free lists) or compacted away. This file:
+ * the API (lookups and changes). */
 #include "cache-internal.h"
 
 int iver_cache_new(IverCache **ret) {
@@ -31,7 +31,6 @@ IverCache *iver_cache_free(IverCache *c) {
         free(c->by_dir.slots);
         free(c->dirs);
         iver_arena_done(&c->names);
-        iver_arena_done(&c->digests);
         free(c);
         return NULL;
 }
@@ -45,9 +44,7 @@ size_t iver_cache_size(const IverCache *c) {
 static uint64_t entry_version(const IverCache *c, const CacheEntry *e) {
         uint64_t v = 0;
         if (e->source == IVER_COOKIE_STATX_VERSION)
-                memcpy(&v, (const uint8_t *) iver_arena_at(&c->digests, e->digest_off) +
-                                    rec_digest_len(e->flags & IVER_ENTRY_MEASURED, e->algo),
-                       sizeof(v));
+                memcpy(&v, rec_payload(c, e) + rec_digest_len(e->flags & IVER_ENTRY_MEASURED, e->algo), sizeof(v));
         return v;
 }
 
@@ -85,7 +82,7 @@ void iver_cache_get(const IverCache *c, uint32_t idx, IverEntry *ret) {
         if (e->flags & IVER_ENTRY_MEASURED) {
                 ret->digest.algo = (IverHashAlgo) e->algo;
                 ret->digest.len = (uint8_t) iver_hash_algo_size(ret->digest.algo);
-                memcpy(ret->digest.bytes, iver_arena_at(&c->digests, e->digest_off), ret->digest.len);
+                memcpy(ret->digest.bytes, rec_payload(c, e), ret->digest.len);
         } else {
                 ret->digest.algo = _IVER_HASH_INVALID;
                 ret->digest.len = 0;
@@ -121,9 +118,35 @@ size_t iver_cache_path(const IverCache *c, uint32_t idx, char *buf, size_t size)
 
 /* ---- mutation ---- */
 
-/* A name record for base in directory d; takes a reference on d. */
-static int store_name(IverCache *c, uint32_t d, const char *base, size_t blen, uint32_t *ret_off) {
-        uint8_t *p = iver_arena_alloc(&c->names, NAME_HDR + blen, ret_off);
+/* The payload's length for src (its digest, its version), or -EINVAL. */
+static ssize_t payload_len(const IverEntry *src) {
+        bool measured = src->flags & IVER_ENTRY_MEASURED;
+        if (measured) {
+                size_t dlen = iver_hash_algo_size(src->digest.algo);
+                if (dlen == 0 || dlen != src->digest.len)
+                        return -EINVAL;
+        }
+        return (ssize_t) rec_len_of(measured, measured ? (unsigned) src->digest.algo : 0, (unsigned) src->source);
+}
+
+/* src's payload written at p; the entry's algo, MEASURED flag and source
+ * made src's (the rest is fill()'s). */
+static void put_payload(CacheEntry *e, uint8_t *p, const IverEntry *src) {
+        bool measured = src->flags & IVER_ENTRY_MEASURED;
+        size_t dlen = measured ? src->digest.len : 0;
+        memcpy(p, src->digest.bytes, dlen);
+        if (src->source == IVER_COOKIE_STATX_VERSION)
+                memcpy(p + dlen, &src->version, sizeof(src->version));
+        e->algo = measured ? (uint8_t) src->digest.algo : 0;
+        e->flags = (e->flags & ~IVER_ENTRY_MEASURED) | (measured ? IVER_ENTRY_MEASURED : 0);
+        e->source = (uint8_t) src->source;
+}
+
+/* A record for base in directory d with room for plen bytes of payload
+ * (*ret_payload); takes a reference on d. */
+static int store_record(IverCache *c, uint32_t d, const char *base, size_t blen, size_t plen,
+                        uint8_t **ret_payload, uint32_t *ret_off) {
+        uint8_t *p = iver_arena_alloc(&c->names, NAME_HDR + blen + plen, ret_off);
         if (!p)
                 return -ENOMEM;
         uint16_t l = (uint16_t) blen;
@@ -131,22 +154,23 @@ static int store_name(IverCache *c, uint32_t d, const char *base, size_t blen, u
         memcpy(p + 4, &l, sizeof(l));
         memcpy(p + NAME_HDR, base, blen);
         c->dirs[d].refs++;
+        *ret_payload = p + NAME_HDR + blen;
         return 0;
 }
 
-/* Give back an entry's name record and its directory reference. */
-static void drop_name(IverCache *c, CacheEntry *e) {
+/* Give back an entry's record and its directory reference. */
+static void drop_record(IverCache *c, CacheEntry *e) {
         uint32_t d;
         size_t blen;
         (void) name_bytes(c, e, &d, &blen);
-        iver_arena_free(&c->names, e->name_off, NAME_HDR + blen);
+        iver_arena_free(&c->names, e->name_off, NAME_HDR + blen + rec_len(e));
         cache_dir_unref(c, d);
 }
 
-/* Everything but the name and the record (digest, version). */
+/* Everything but the record. */
 static void fill(CacheEntry *e, const IverEntry *src) {
         e->ino = src->id.ino;
-        e->gen = src->id.gen;
+        e->gen = (uint32_t) src->id.gen;
         e->dev = src->id.dev;
         e->size = src->size;
         e->mtime = src->mtime;
@@ -156,40 +180,6 @@ static void fill(CacheEntry *e, const IverEntry *src) {
         e->mode = (uint16_t) src->mode;
         e->flags = src->flags & 0xff;
         e->source = (uint8_t) src->source;
-}
-
-/* The entry's record made to hold src's digest and version; on success the
- * entry's algo, MEASURED flag and source are src's (the rest is fill()'s).
- * old_len: the entry's record now (0 for a new entry). */
-static int store_record(IverCache *c, CacheEntry *e, size_t old_len, const IverEntry *src) {
-        bool measured = src->flags & IVER_ENTRY_MEASURED;
-        size_t dlen = 0;
-        if (measured) {
-                dlen = iver_hash_algo_size(src->digest.algo);
-                if (dlen == 0 || dlen != src->digest.len)
-                        return -EINVAL;
-        }
-        size_t len = rec_len_of(measured, measured ? (unsigned) src->digest.algo : 0, (unsigned) src->source);
-        uint32_t off = e->digest_off;
-        uint8_t *p = NULL;
-        if (len > 0 && len == old_len)
-                p = iver_arena_at(&c->digests, off); /* same length: overwrite in place */
-        else if (len > 0) {
-                p = iver_arena_alloc(&c->digests, len, &off);
-                if (!p)
-                        return -ENOMEM;
-        }
-        if (old_len > 0 && len != old_len)
-                iver_arena_free(&c->digests, e->digest_off, old_len);
-        if (measured)
-                memcpy(p, src->digest.bytes, dlen);
-        if (len > dlen)
-                memcpy(p + dlen, &src->version, sizeof(src->version));
-        e->digest_off = len > 0 ? off : 0;
-        e->algo = measured ? (uint8_t) src->digest.algo : 0;
-        e->flags = (e->flags & ~IVER_ENTRY_MEASURED) | (measured ? IVER_ENTRY_MEASURED : 0);
-        e->source = (uint8_t) src->source;
-        return 0;
 }
 
 int iver_cache_put(IverCache *c, const IverEntry *src, const char *path, size_t path_len, uint32_t *ret_idx) {
@@ -216,9 +206,7 @@ static int reserve_entry(IverCache *c) {
                 if (!ch)
                         return -ENOMEM;
                 c->chunks = ch;
-                /* cache-line aligned: an entry is one line, so a lookup's
-                 * compare and a hit's copy touch one line, not two */
-                ch[c->n_chunks] = aligned_alloc(64, ENTRY_CHUNK * sizeof(CacheEntry));
+                ch[c->n_chunks] = malloc(ENTRY_CHUNK * sizeof(CacheEntry));
                 if (!ch[c->n_chunks])
                         return -ENOMEM;
                 c->n_chunks++;
@@ -229,10 +217,11 @@ static int reserve_entry(IverCache *c) {
 /* A new entry for src, named base in directory d (whose reference it takes). */
 static int insert_entry(IverCache *c, const IverEntry *src, uint32_t d, const char *base, size_t blen,
                         uint32_t *ret_idx) {
-        uint32_t idx;
+        ssize_t plen = payload_len(src);
+        uint8_t *p;
         int r;
 
-        r = reserve_entry(c);
+        r = plen < 0 ? (int) plen : reserve_entry(c);
         if (r < 0) {
                 cache_dir_unref_if_unused(c, d);
                 return r;
@@ -240,47 +229,54 @@ static int insert_entry(IverCache *c, const IverEntry *src, uint32_t d, const ch
         CacheEntry *e = entry(c, c->n);
         memset(e, 0, sizeof(*e));
         fill(e, src);
-        r = store_name(c, d, base, blen, &e->name_off);
+        r = store_record(c, d, base, blen, (size_t) plen, &p, &e->name_off);
         if (r < 0) {
                 cache_dir_unref_if_unused(c, d);
                 return r;
         }
-        r = store_record(c, e, 0, src);
-        if (r < 0) {
-                drop_name(c, e);
-                return r;
-        }
-        idx = c->n++;
+        put_payload(e, p, src);
+        uint32_t idx = c->n++;
         cache_index_insert(c, &c->by_inode, idx);
         cache_index_insert(c, &c->by_path, idx);
         *ret_idx = idx;
         return 0;
 }
 
-/* Entry idx updated from src, renamed to base in directory d if its name differs. */
+/* Entry idx updated from src, renamed to base in directory d if its name
+ * differs: the record is rewritten in place unless the name or the
+ * payload's length changes. */
 static int update_entry(IverCache *c, const IverEntry *src, uint32_t idx, uint32_t d, const char *base,
                         size_t blen) {
         CacheEntry *e = entry(c, idx);
+        ssize_t plen = payload_len(src);
         uint32_t od;
         size_t olen;
+        uint8_t *p;
         int r;
 
+        if (plen < 0) {
+                cache_dir_unref_if_unused(c, d);
+                return (int) plen;
+        }
         const uint8_t *ob = name_bytes(c, e, &od, &olen);
-        if (od != d || olen != blen || memcmp(ob, base, blen) != 0) {
+        bool renamed = od != d || olen != blen || memcmp(ob, base, blen) != 0;
+        if (!renamed && (size_t) plen == rec_len(e))
+                put_payload(e, (uint8_t *) ob + olen, src);
+        else {
                 uint32_t off;
-                r = store_name(c, d, base, blen, &off);
+                r = store_record(c, d, base, blen, (size_t) plen, &p, &off);
                 if (r < 0) {
                         cache_dir_unref_if_unused(c, d);
                         return r;
                 }
-                cache_index_delete(c, &c->by_path, cache_index_slot_of(c, &c->by_path, idx));
-                drop_name(c, e);
+                if (renamed)
+                        cache_index_delete(c, &c->by_path, cache_index_slot_of(c, &c->by_path, idx));
+                drop_record(c, e);
                 e->name_off = off;
-                cache_index_insert(c, &c->by_path, idx);
+                put_payload(e, p, src);
+                if (renamed)
+                        cache_index_insert(c, &c->by_path, idx);
         }
-        r = store_record(c, e, rec_len(e), src);
-        if (r < 0)
-                return r;
         fill(e, src);
         cache_maybe_compact(c);
         return 0;
@@ -334,9 +330,8 @@ void iver_cache_set_cookie(IverCache *c, uint32_t idx, const IverCookie *cookie)
         e->size = cookie->size;
         /* the entry's source stays (as before): a version only where it has one */
         if (e->source == IVER_COOKIE_STATX_VERSION)
-                memcpy((uint8_t *) iver_arena_at(&c->digests, e->digest_off) +
-                               rec_digest_len(e->flags & IVER_ENTRY_MEASURED, e->algo),
-                       &cookie->version, sizeof(cookie->version));
+                memcpy(rec_payload(c, e) + rec_digest_len(e->flags & IVER_ENTRY_MEASURED, e->algo), &cookie->version,
+                       sizeof(cookie->version));
 }
 
 void iver_cache_set_mark(IverCache *c, uint32_t idx) {
@@ -363,9 +358,7 @@ void iver_cache_remove(IverCache *c, uint32_t idx) {
 
         cache_index_delete(c, &c->by_inode, cache_index_slot_of(c, &c->by_inode, idx));
         cache_index_delete(c, &c->by_path, cache_index_slot_of(c, &c->by_path, idx));
-        drop_name(c, e);
-        if (rec_len(e) > 0)
-                iver_arena_free(&c->digests, e->digest_off, rec_len(e));
+        drop_record(c, e);
 
         uint32_t last = c->n - 1;
         if (idx != last) {
@@ -384,9 +377,12 @@ size_t iver_cache_memory(const IverCache *c) {
         const Index *x[] = { &c->by_inode, &c->by_path, &c->by_dir };
         for (size_t i = 0; i < ELEMENTSOF(x); i++)
                 m += x[i]->slots ? (size_t) x[i]->cap * sizeof(uint32_t) : 0;
-        return m + iver_arena_memory(&c->names) + iver_arena_memory(&c->digests);
+        return m + iver_arena_memory(&c->names);
 }
 
 size_t iver_cache_path_bytes(const IverCache *c) {
-        return c->names.live;
+        size_t payload = 0;
+        for (uint32_t i = 0; i < c->n; i++)
+                payload += rec_len(entry(c, i));
+        return c->names.live - payload;
 }

@@ -368,6 +368,9 @@ static int decode_records(Reader *r, const uint8_t boot_id[16], IverCache *c, Iv
                     !GET_LE(r, 64, &shadow_mtime) || !GET_LE(r, 16, &plen) || !get(r, path, plen))
                         return r->error ?: fail(IVER_SNAPSHOT_CORRUPT, ret_error);
                 path[plen] = 0;
+                /* an older snapshot's generation: the btime itself, folded today */
+                if (e.id.gen > UINT32_MAX)
+                        e.id.gen = iver_gen_of_btime((int64_t) e.id.gen);
                 e.source = (IverCookieSource) source;
                 e.flags = flags;
                 e.mtime = (int64_t) mtime;

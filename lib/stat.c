@@ -41,7 +41,7 @@ void iver_stat_from_statx(const struct statx *sx, IverStat *ret) {
         };
         if (st.has_btime) {
                 st.btime = ts_ns(&sx->stx_btime);
-                st.gen = (uint64_t) st.btime;
+                st.gen = iver_gen_of_btime(st.btime);
         }
         if (st.has_ino_version)
                 memcpy(&st.ino_version, (const uint8_t *) sx + IVER_STATX_INO_VERSION_OFFSET, sizeof(uint64_t));

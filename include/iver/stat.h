@@ -11,8 +11,9 @@ typedef struct IverStat {
         uint32_t mask;          /* stx_mask as returned */
         uint32_t dev;           /* packed major:12 minor:20, lossless for kernel dev_t */
         uint64_t ino;
-        uint64_t gen;           /* generation: btime in ns, else 0 from iver_stat(); iver_measure()
-                                 * fills FS_IOC_GETVERSION's where there is no btime (see IverIdentity) */
+        uint64_t gen;           /* generation (32 bits): btime in ns folded (iver_gen_of_btime), else 0
+                                 * from iver_stat(); iver_measure() fills FS_IOC_GETVERSION's where
+                                 * there is no btime (see IverIdentity) */
         uint64_t size;
         uint64_t blocks;
         int64_t atime, mtime, ctime, btime;
@@ -23,12 +24,21 @@ typedef struct IverStat {
 } IverStat;
 
 /* (dev, ino, generation). Two files with equal ino but different generation
- * are different files: an inode number reused after delete never inherits. */
+ * are different files: an inode number reused after delete never inherits.
+ * A generation has 32 bits (the kernel's i_generation has no more; a btime
+ * is folded): the cache keeps 4 bytes of it. A reused inode whose folded
+ * btime matched by chance (2^-32) still has a new ctime, so its cookie
+ * differs. */
 typedef struct IverIdentity {
         uint32_t dev;
         uint64_t ino;
         uint64_t gen;
 } IverIdentity;
+
+/* The generation of a file born at btime (ns): the two halves xor-ed. */
+static inline uint64_t iver_gen_of_btime(int64_t btime) {
+        return (uint32_t) ((uint64_t) btime ^ ((uint64_t) btime >> 32));
+}
 
 /* The statx(2) signature, injectable so unit tests can play kernels with and
  * without the 2022 stx_ino_version patch. */
