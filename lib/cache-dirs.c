@@ -7,7 +7,7 @@
 
 /* The directory numbered for these bytes, made (with no reference) if new. */
 int cache_dir_get(IverCache *c, const char *dir, size_t len, uint32_t *ret) {
-        uint64_t h = hash_bytes(dir, len);
+        uint64_t h = hash_bytes(c, dir, len);
         uint32_t *s = cache_index_find_dir(c, h, dir, len);
         if (s && *s != SLOT_EMPTY) {
                 *ret = slot_num(*s);

@@ -17,14 +17,14 @@ static uint64_t slot_hash(const IverCache *c, const Index *x, uint32_t i) {
         if (x == &c->by_dir)
                 return c->dirs[i].hash;
         const CacheEntry *e = entry(c, i);
-        return x == &c->by_inode ? hash_inode(e->dev, e->ino) : hash_entry_path(c, e);
+        return x == &c->by_inode ? hash_inode(c, e->dev, e->ino) : hash_entry_path(c, e);
 }
 
 uint32_t *cache_index_find_inode(const IverCache *c, uint32_t dev, uint64_t ino) {
         const Index *x = &c->by_inode;
         if (!x->slots)
                 return NULL;
-        uint64_t hash = hash_inode(dev, ino);
+        uint64_t hash = hash_inode(c, dev, ino);
         for (uint32_t i = home(x, hash);; i = next(x, i)) {
                 uint32_t *s = &x->slots[i];
                 if (*s == SLOT_EMPTY)
@@ -60,7 +60,7 @@ uint32_t *cache_index_find_name(const IverCache *c, uint32_t d, const char *base
         const Index *x = &c->by_path;
         if (!x->slots)
                 return NULL;
-        uint64_t hash = hash_path(c->dirs[d].hash, base, blen);
+        uint64_t hash = hash_path(c, c->dirs[d].hash, base, blen);
         for (uint32_t i = home(x, hash);; i = next(x, i)) {
                 uint32_t *s = &x->slots[i];
                 if (*s == SLOT_EMPTY)

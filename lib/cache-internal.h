@@ -69,6 +69,7 @@ struct IverCache {
         Dir *dirs;
         uint32_t n_dirs, n_dirs_alloc, n_dirs_used, dir_free;
         IverArena names;
+        uint64_t key;   /* of the hashes: random */
 };
 
 static inline CacheEntry *entry(const IverCache *c, uint32_t i) {
@@ -91,13 +92,17 @@ static inline size_t rec_len(const CacheEntry *e) {
         return rec_len_of(e->flags & IVER_ENTRY_MEASURED, e->algo, e->source);
 }
 
-static inline uint64_t hash_inode(uint32_t dev, uint64_t ino) {
-        return mix64(ino ^ ((uint64_t) dev << 40) ^ ((uint64_t) dev >> 24));
+/* The hashes are keyed (IverCache.key, random per cache): names and inode
+ * numbers are a local user's to choose, who must not be able to pile them
+ * into one probe chain of an index (a name made to collide under a known
+ * function is one equation away: mix64 is a bijection). */
+static inline uint64_t hash_inode(const IverCache *c, uint32_t dev, uint64_t ino) {
+        return mix64(ino ^ c->key ^ ((uint64_t) dev << 40) ^ ((uint64_t) dev >> 24));
 }
 
-static inline uint64_t hash_bytes(const void *p, size_t len) {
+static inline uint64_t hash_bytes(const IverCache *c, const void *p, size_t len) {
         const uint8_t *s = p;
-        uint64_t h = 0x9e3779b97f4a7c15ULL ^ len, w;
+        uint64_t h = c->key ^ len, w;
         while (len >= 8) {
                 memcpy(&w, s, 8);
                 h = mix64(h ^ w);
@@ -109,8 +114,8 @@ static inline uint64_t hash_bytes(const void *p, size_t len) {
         return mix64(h ^ w ^ 0x5555);
 }
 
-static inline uint64_t hash_path(uint64_t dir_hash, const char *base, size_t blen) {
-        return mix64(dir_hash + 0x632be59bd9b4e019ULL) ^ hash_bytes(base, blen);
+static inline uint64_t hash_path(const IverCache *c, uint64_t dir_hash, const char *base, size_t blen) {
+        return mix64(dir_hash + 0x632be59bd9b4e019ULL) ^ hash_bytes(c, base, blen);
 }
 
 /* ---- records ---- */
@@ -152,7 +157,7 @@ static inline uint64_t hash_entry_path(const IverCache *c, const CacheEntry *e) 
         uint32_t d;
         size_t len;
         const uint8_t *b = name_bytes(c, e, &d, &len);
-        return hash_path(c->dirs[d].hash, (const char *) b, len);
+        return hash_path(c, c->dirs[d].hash, (const char *) b, len);
 }
 
 /* "/usr/bin/ls" → "/usr/bin/" + "ls"; "ls" → "" + "ls" */

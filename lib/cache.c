@@ -9,6 +9,10 @@
  * bytes of index (lib/table.h) and the record; no allocation per entry.
  * Freed records are reused (arena free lists) or compacted away. This file:
  * the API (lookups and changes). */
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cache-internal.h"
 
 int iver_cache_new(IverCache **ret) {
@@ -16,6 +20,9 @@ int iver_cache_new(IverCache **ret) {
         if (!c)
                 return -ENOMEM;
         c->dir_free = SLOT_EMPTY;
+        if (getrandom(&c->key, sizeof(c->key), GRND_NONBLOCK) != sizeof(c->key))
+                /* early boot without entropy: still not the same in every run */
+                c->key = mix64((uint64_t) (uintptr_t) c ^ (uint64_t) getpid() << 32 ^ (uint64_t) time(NULL));
         *ret = c;
         return 0;
 }
@@ -55,7 +62,7 @@ uint32_t iver_cache_find_inode(const IverCache *c, uint32_t dev, uint64_t ino) {
 
 uint32_t iver_cache_find_path(const IverCache *c, const char *path, size_t len) {
         size_t dl = split(path, len);
-        const uint32_t *s = cache_index_find_dir(c, hash_bytes(path, dl), path, dl);
+        const uint32_t *s = cache_index_find_dir(c, hash_bytes(c, path, dl), path, dl);
         if (!s || *s == SLOT_EMPTY)
                 return IVER_CACHE_NONE;
         s = cache_index_find_name(c, slot_num(*s), path + dl, len - dl);
