@@ -11,9 +11,10 @@ from .common import A, ctl, run_measured, track, untrack
 
 
 class Daemon:
-    def __init__(self, name, tree, rescan_only=False, runtime_on_disk=False, runtime_parent=None):
+    def __init__(self, name, tree, rescan_only=False, runtime_on_disk=False, runtime_parent=None, policy=None):
         """runtime_parent: where the runtime directory (the list) goes; default A.rt (tmpfs), or the
-        daemon's own directory on the root disk with runtime_on_disk."""
+        daemon's own directory on the root disk with runtime_on_disk. policy: the policy text (default:
+        measure everything under tree)."""
         self.name, self.tree = name, tree
         self.dir = os.path.join(A.work, "d-" + name)
         os.makedirs(self.dir)
@@ -21,7 +22,7 @@ class Daemon:
         self.sock = os.path.join(self.run, "iverd.sock")
         self.ascii = os.path.join(self.run, "ascii_runtime_measurements")
         with open(os.path.join(self.dir, "policy"), "w") as f:
-            f.write(f"measure path={tree}/** hash=sha256 template=ima-ng\n")
+            f.write(policy if policy is not None else f"measure path={tree}/** hash=sha256 template=ima-ng\n")
         with open(os.path.join(self.dir, "conf"), "w") as f:
             f.write("[Measure]\nRescanIntervalSec=0\n")
         env = dict(os.environ, IVERD_LOG_STDERR="1")

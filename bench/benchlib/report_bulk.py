@@ -196,3 +196,75 @@ def section(B, scale=None, with_targets=True):
         P(f"- {mark(t['met'])}: {t['name']}: {t['detail']}")
     P("")
     return out
+
+
+def usr_find(U, temp, contender):
+    return next((r for r in U.get("rows", []) if r["temp"] == temp and r["contender"] == contender), None)
+
+
+def usr_targets(U):
+    """Issue 23 on the real /usr: iverd within 1.1× the parallel floor, cold and warm."""
+    t = []
+    for temp in ("cold", "warm"):
+        xn = f"xargs -P{(U or {}).get('cores', 2)} sha256sum"
+        on = f"xargs -P{(U or {}).get('cores', 2)} openssl dgst -sha256"
+        name = f"real /usr {temp}: iverd ≤ 1.1× the faster of {xn} and {on} (the parallel floor), the shipped policy's files"
+        i = usr_find(U or {}, temp, "iverd")
+        floor = [r for r in (usr_find(U or {}, temp, xn), usr_find(U or {}, temp, on)) if r]
+        if not i or not floor:
+            t.append(dict(name=name, met=None, detail="not measured"))
+            continue
+        f = min(floor, key=lambda r: r["wall"])
+        t.append(dict(name=name, met=i["wall"] <= 1.1 * f["wall"],
+                      detail=f"{i['wall']:.2f} s vs {f['wall']:.2f} s ({f['contender']}): {i['wall'] / f['wall']:.2f}×"))
+    return t
+
+
+def usr_section(U, with_targets=True):
+    """The real-/usr section of REPORT.md (markdown lines) and what bench/run prints at its end."""
+    out = []
+    P = out.append
+    P("## Real /usr: the shipped default policy's files, cold and warm (issue 23)\n")
+    if not U:
+        P("Not measured (these results predate the real-/usr part, or the run left it out).\n")
+        return out
+    fl, first = U["list"], U["first"]
+    P(f"This part took {U['elapsed_s']:.0f} s; load average {U['load_start']} at its start, {U['load_end']} at its end.\n")
+    P(f"The files `{U['policy']}` measures under this host's {U['root']} ({U['fs']}): the shipped policy with its "
+      f"measure rules outside {U['root']} left out (" + ", ".join(f"`{r}`" for r in U["dropped_rules"]) +
+      f"), every dont_measure rule kept. A first, untimed iverd run walked {first['seen']:,} files under {U['root']} and "
+      f"cached {first['cached']:,}; of the names it lists, {fl['files']:,} are regular files ({fl['bytes'] / 1e6:.0f} MB) "
+      f"and {fl['symlinks']:,} symbolic links (iverd lists those with the digest of their target string; left out of "
+      f"the contenders' list)" + (f", {fl['unlisted']:,} could not be stat'ed" if fl["unlisted"] else "") + ". "
+      f"Those {fl['files']:,} names, NUL-separated in a seeded random order, are what the xargs contenders hash (`xargs -0 "
+      f"-a LIST -n {fl.get('batch', '?')} -P{U['cores']} sha256sum`, `… openssl dgst -sha256`: left to pack its command "
+      f"lines, xargs would put these few thousand paths into one or two commands, one reader instead of "
+      f"{U['cores']}; -n makes 32 batches a reader, which -P balances over the readers, the shuffle mixes large and small "
+      f"files in each batch); they are {fl['inodes']:,} inodes "
+      f"({fl['inode_bytes'] / 1e6:.0f} MB): a file with several hard links is hashed once per name by the contenders, once "
+      f"per inode by iverd (iverd hashed {first['hashed_bytes'] / 1e6:.0f} MB in its first run). iverd: `--tpm none "
+      f"--on-access none`, RescanIntervalSec=0, default workers, its list on tmpfs; wall from its start until `iverctl "
+      f"settle` returns, which includes its walk of {U['root']} and its policy decisions (the contenders get the list for "
+      f"free); CPU of its threads (schedstat). Cold: `sync; echo 3 > /proc/sys/vm/drop_caches` before every run"
+      + ("" if U.get("cold_dropped", True) else " (**refused here: the cold runs are not cold**)") +
+      "; warm: one untimed run of the same contender first; " +
+      ("one run each" if U["repeat"] == 1 else f"best of {U['repeat']}, run round by round (each round runs every "
+       "contender)") + ". MB and files: the contenders' list. iverd's CPU wait: the time its threads waited runnable "
+      "for a CPU (schedstat), in the best run: on this shared machine, other engineers' load.\n")
+    P("| contender | files | MB | wall s | CPU s | cold/warm | MB/s | runs: wall s (1-min load at start) | iverd's CPU wait s |")
+    P("|---|---:|---:|---:|---:|---|---:|---|---:|")
+    for r in U["rows"]:
+        runs = ", ".join(f"{w:.2f}" + (f" ({ld:.1f})" if ld is not None else "")
+                         for w, ld in zip(r["walls"], r.get("loads") or [None] * len(r["walls"])))
+        wait = f"{r['runq_wait']:.2f}" if "runq_wait" in r else ""
+        P(f"| {r['contender']} | {r['files']:,} | {r['bytes'] / 1e6:.0f} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['temp']} | "
+          f"{r['bytes'] / 1e6 / r['wall']:.0f} | {runs} | {wait} |")
+    P("")
+    if not with_targets:
+        P("Its targets are in the Targets table above.\n")
+        return out
+    P("**Targets**\n")
+    for t in usr_targets(U):
+        P(f"- {mark(t['met'])}: {t['name']}: {t['detail']}")
+    P("")
+    return out
