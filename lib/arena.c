@@ -7,7 +7,7 @@
 #include "arena.h"
 
 static inline size_t granules(size_t len) {
-        return (len + 7) / 8;
+        return (len + IVER_ARENA_GRANULE - 1) / IVER_ARENA_GRANULE;
 }
 
 static void free_init(IverArena *a) {
@@ -36,7 +36,7 @@ static int add_chunk(IverArena *a) {
 
 int iver_arena_reserve(IverArena *a, size_t bytes, size_t max_item) {
         /* every chunk loses less than one item (and alignment) at its tail */
-        size_t per = IVER_ARENA_CHUNK_SIZE - ((max_item + 7) & ~(size_t) 7);
+        size_t per = IVER_ARENA_CHUNK_SIZE - granules(max_item) * IVER_ARENA_GRANULE;
         size_t want = (bytes + per - 1) / per + 1;
         while (a->n_spare < want) {
                 int r = add_chunk(a);
@@ -57,8 +57,7 @@ void *iver_arena_alloc(IverArena *a, size_t len, uint32_t *ret_off) {
         if (len > IVER_ARENA_CHUNK_SIZE)
                 return NULL;
         free_init(a);
-        /* keep items 8-byte aligned for cheap word-wise reads */
-        size_t g = granules(len ?: 1), need = g * 8;
+        size_t g = granules(len ?: 1), need = g * IVER_ARENA_GRANULE;
         if (need <= IVER_ARENA_SMALL && a->free_head[g] != IVER_ARENA_NONE) {
                 uint32_t off = a->free_head[g];
                 void *p = iver_arena_at(a, off);
@@ -86,7 +85,7 @@ void *iver_arena_alloc(IverArena *a, size_t len, uint32_t *ret_off) {
 
 void iver_arena_free(IverArena *a, uint32_t off, size_t len) {
         free_init(a);
-        size_t g = granules(len ?: 1), need = g * 8;
+        size_t g = granules(len ?: 1), need = g * IVER_ARENA_GRANULE;
         a->live -= need;
         a->garbage += need;
         if (need <= IVER_ARENA_SMALL) {

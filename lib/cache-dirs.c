@@ -73,7 +73,7 @@ void cache_dir_unref_if_unused(IverCache *c, uint32_t d) {
 static void compact_names(IverCache *c) {
         IverArena a = {};
         uint32_t off;
-        if (iver_arena_reserve(&a, c->names.live, NAME_HDR + UINT16_MAX + IVER_DIGEST_MAX + sizeof(uint64_t)) < 0) {
+        if (iver_arena_reserve(&a, c->names.live, NAME_HDR_MAX + UINT16_MAX + IVER_DIGEST_MAX + sizeof(uint64_t)) < 0) {
                 iver_arena_done(&a);
                 return;
         }

@@ -44,10 +44,15 @@ typedef struct CacheEntry {
 _Static_assert(sizeof(CacheEntry) == 56, "cache entry grew");
 _Static_assert(_IVER_HASH_MAX <= 32, "algo bit-field too narrow");
 
-/* names arena records: an entry's is u32 directory, u16 length, the name's
- * bytes, then the entry's payload (rec_len(): digest, version); a directory's
- * is u16 length, bytes (ending in '/' unless empty). */
-#define NAME_HDR 6
+/* names arena records: an entry's is u32 directory, the name's length (u8,
+ * or 255 and a u16 for a name of 255 bytes or more: never a file's basename
+ * on Linux), the name's bytes, then the entry's payload (rec_len(): digest,
+ * version); a directory's is u16 length, bytes (ending in '/' unless empty). */
+#define NAME_LEN_LONG 255
+static inline size_t name_hdr(size_t blen) {
+        return blen < NAME_LEN_LONG ? 5 : 7;
+}
+#define NAME_HDR_MAX 7
 #define DIR_HDR 2
 
 typedef struct Dir {
@@ -131,19 +136,23 @@ static inline const uint8_t *dir_bytes(const IverCache *c, uint32_t d, size_t *r
 static inline const uint8_t *name_bytes(const IverCache *c, const CacheEntry *e, uint32_t *ret_dir, size_t *ret_len) {
         const uint8_t *p = iver_arena_at(&c->names, e->name_off);
         uint32_t d;
-        uint16_t len;
         memcpy(&d, p, sizeof(d));
-        memcpy(&len, p + 4, sizeof(len));
         *ret_dir = d;
+        if (p[4] < NAME_LEN_LONG) {
+                *ret_len = p[4];
+                return p + 5;
+        }
+        uint16_t len;
+        memcpy(&len, p + 5, sizeof(len));
         *ret_len = len;
-        return p + NAME_HDR;
+        return p + 7;
 }
 
 static inline size_t name_record_len(const IverCache *c, const CacheEntry *e) {
         uint32_t d;
         size_t len;
         (void) name_bytes(c, e, &d, &len);
-        return NAME_HDR + len + rec_len(e);
+        return name_hdr(len) + len + rec_len(e);
 }
 
 /* The entry's payload: its digest, then its version. */
@@ -196,7 +205,7 @@ uint32_t *cache_index_find_name(const IverCache *c, uint32_t d, const char *base
 uint32_t *cache_index_slot_of(const IverCache *c, const Index *x, uint32_t i);
 void cache_index_delete(IverCache *c, Index *x, uint32_t *slot);
 void cache_index_insert(IverCache *c, Index *x, uint32_t i);
-/* Room for want numbers at a load of at most 3/4 (rebuilt when it grows). */
+/* Room for want numbers (lib/table.h; rebuilt when it grows). */
 int cache_index_reserve(IverCache *c, Index *x, uint32_t want);
 
 /* ---- cache-dirs.c: directories and compaction ---- */

@@ -153,15 +153,21 @@ static void put_payload(CacheEntry *e, uint8_t *p, const IverEntry *src) {
  * (*ret_payload); takes a reference on d. */
 static int store_record(IverCache *c, uint32_t d, const char *base, size_t blen, size_t plen,
                         uint8_t **ret_payload, uint32_t *ret_off) {
-        uint8_t *p = iver_arena_alloc(&c->names, NAME_HDR + blen + plen, ret_off);
+        size_t hdr = name_hdr(blen);
+        uint8_t *p = iver_arena_alloc(&c->names, hdr + blen + plen, ret_off);
         if (!p)
                 return -ENOMEM;
-        uint16_t l = (uint16_t) blen;
         memcpy(p, &d, sizeof(d));
-        memcpy(p + 4, &l, sizeof(l));
-        memcpy(p + NAME_HDR, base, blen);
+        if (blen < NAME_LEN_LONG)
+                p[4] = (uint8_t) blen;
+        else {
+                uint16_t l = (uint16_t) blen;
+                p[4] = NAME_LEN_LONG;
+                memcpy(p + 5, &l, sizeof(l));
+        }
+        memcpy(p + hdr, base, blen);
         c->dirs[d].refs++;
-        *ret_payload = p + NAME_HDR + blen;
+        *ret_payload = p + hdr + blen;
         return 0;
 }
 
@@ -170,7 +176,7 @@ static void drop_record(IverCache *c, CacheEntry *e) {
         uint32_t d;
         size_t blen;
         (void) name_bytes(c, e, &d, &blen);
-        iver_arena_free(&c->names, e->name_off, NAME_HDR + blen + rec_len(e));
+        iver_arena_free(&c->names, e->name_off, name_record_len(c, e));
         cache_dir_unref(c, d);
 }
 

@@ -57,7 +57,7 @@ typedef struct IverVerdict {
 /* Shadow fingerprints of the fields each heuristic compares: equality of the
  * 32-bit fingerprint stands for equality of the fields (a collision, 2^-32 an
  * observation, miscounts one heuristic's verdict in the ledger; no check
- * depends on them). 32 bits keep a cache entry at 64 bytes. */
+ * depends on them). 32 bits keep a cache entry at 56 bytes. */
 uint32_t iver_shadow_atime(const IverStat *st);
 uint32_t iver_shadow_mtime(const IverStat *st);
 

@@ -419,6 +419,42 @@ static void check_ref(IverCache *c, const Ref *ref) {
         REQUIRE((iver_cache_size(c)) == (used));
 }
 
+/* Basenames around the record's one-byte length (254, 255, 256: a longer
+ * header from 255 on) and beyond NAME_MAX, renamed from short to long and
+ * back: each found by its path, its path and entry read back whole. */
+START_TEST(test_long_names) {
+        static const size_t lens[] = { 1, 254, 255, 256, 1000, 4000 };
+        IverCache *c = NULL;
+        char p[5000];
+        REQUIRE((iver_cache_new(&c)) == (0));
+        for (size_t round = 0; round < 2; round++)
+                for (size_t i = 0; i < (sizeof(lens) / sizeof(lens[0])); i++) {
+                        /* round 1: each inode renamed to the next length's name */
+                        size_t blen = lens[(i + round) % (sizeof(lens) / sizeof(lens[0]))];
+                        int l = snprintf(p, sizeof(p), "/srv/long/");
+                        memset(p + l, 'a' + (int) i, blen);
+                        size_t len = (size_t) l + blen;
+                        IverEntry e = mkentry(3, 100 + i, 1, (uint8_t) (i * 3 + round));
+                        uint32_t idx;
+                        REQUIRE((iver_cache_put(c, &e, p, len, &idx)) == (0));
+                        REQUIRE((iver_cache_find_path(c, p, len)) == (idx));
+                        char got[IVER_CACHE_PATH_MAX];
+                        REQUIRE((iver_cache_path(c, idx, got, sizeof(got))) == (len));
+                        REQUIRE(memcmp(got, p, len) == 0);
+                        assert_entry(c, idx, &e);
+                }
+        REQUIRE((iver_cache_size(c)) == ((sizeof(lens) / sizeof(lens[0]))));
+        for (size_t i = 0; i < (sizeof(lens) / sizeof(lens[0])); i++) {
+                uint32_t idx = iver_cache_find_inode(c, 3, 100 + i);
+                REQUIRE((idx) != (IVER_CACHE_NONE));
+                iver_cache_remove(c, idx);
+        }
+        REQUIRE((iver_cache_size(c)) == (0));
+        REQUIRE((iver_cache_path_bytes(c)) == (0));
+        iver_cache_free(c);
+}
+END_TEST
+
 START_TEST(test_random_against_reference) {
         IverCache *c = NULL;
         Ref ref[RND_PATHS] = {};
@@ -489,6 +525,7 @@ int main(void) {
         tcase_add_test(tc, test_churn_flat);
         tcase_add_test(tc, test_compaction);
         tcase_add_test(tc, test_directories);
+        tcase_add_test(tc, test_long_names);
         tcase_add_test(tc, test_random_against_reference);
         suite_add_tcase(s, tc);
         return iver_run_suite(s);
