@@ -91,9 +91,11 @@ def targets(B):
     else:
         t.append(dict(name=name, met=None if not d else False,
                       detail="not measured" if not d else "test-soak.sh failed (see the run's log)"))
-    for fs in ("tmpfs", "ext4"):
-        i, e = find(B, fs, "small", "iverd"), B.get("empty_daemon")
-        name = f"iverd (whole daemon) on {fs}: ≤ 100 B/file beyond half the path bytes at {B['sizes']['small']:,} files"
+    e = B.get("empty_daemon")
+    for fs, i, files in (("tmpfs", find(B, "tmpfs", "small", "iverd"), B["sizes"]["small"]),
+                         ("ext4", find(B, "ext4", "small", "iverd"), B["sizes"]["small"]),
+                         ("tmpfs", B.get("daemon_mem"), B["sizes"]["mem"][-1])):
+        name = f"iverd (whole daemon) on {fs}: ≤ 100 B/file beyond half the path bytes at {files:,} files"
         if i and e and i.get("cached"):
             per = (i["rss_kib"] - e["hwm_kib"]) * 1024 / i["cached"]
             settled = (i["rss_settled_kib"] - e["rss_kib"]) * 1024 / i["cached"]
@@ -159,6 +161,11 @@ def section(B, scale=None, with_targets=True):
                 P(f"| bulk {r['fs']}, {r['contender']} | {r['cached']:,} | {r['rss_kib'] / 1024:.1f} | "
                   f"{(r['rss_kib'] - e['hwm_kib']) * 1024 / r['cached']:.0f} | {r['rss_settled_kib'] / 1024:.1f} | "
                   f"{(r['rss_settled_kib'] - e['rss_kib']) * 1024 / r['cached']:.0f} | {r['path_bytes_per_file']:.0f} |")
+        dm = B.get("daemon_mem")
+        if dm and dm.get("cached"):
+            P(f"| tmpfs, iverd alone on the tree | {dm['cached']:,} | {dm['rss_kib'] / 1024:.1f} | "
+              f"{(dm['rss_kib'] - e['hwm_kib']) * 1024 / dm['cached']:.0f} | {dm['rss_settled_kib'] / 1024:.1f} | "
+              f"{(dm['rss_settled_kib'] - e['rss_kib']) * 1024 / dm['cached']:.0f} | {dm['path_bytes_per_file']:.0f} |")
         if scale and scale.get("cached"):
             sc = scale
             P(f"| scale run ({sc['fs']}; the trees part) | {sc['cached']:,} | {sc['hwm_kib'] / 1024:.1f} | – | "
