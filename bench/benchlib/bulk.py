@@ -23,7 +23,7 @@ import sys
 import time
 
 from .common import A, log, run_measured
-from .contenders import Aide, Daemon
+from .contenders import Aide, settled_run
 
 TREE_PY = "tests/integration/scale-tree.py"
 
@@ -70,18 +70,8 @@ def make_tree(tree, small, big):
 
 
 def iverd_run(tag, tree, runtime_parent=None):
-    t0 = time.monotonic()
-    d = Daemon(tag, tree, runtime_parent=runtime_parent)
-    try:
-        d.settle()
-        wall = time.monotonic() - t0
-        cpu = d.cpu()[0]
-        m, st, s = d.mem(), d.status(), d.stats()
-    finally:
-        d.stop()
-    # keep the log of a failed run (above), not the lists of the good ones
-    shutil.rmtree(d.run, ignore_errors=True)
-    shutil.rmtree(d.dir, ignore_errors=True)
+    wall, cpu, (m, st, s) = settled_run(tag, tree, lambda d: (d.mem(), d.status(), d.stats()),
+                                        runtime_parent=runtime_parent)
     return dict(wall=wall, cpu=cpu, rss_kib=m["VmHWM"], rss_settled_kib=m["VmRSS"], listed=st["list_length"],
                 cached=st["cached_files"], hashed_bytes=s["bytes_hashed"])
 

@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -99,6 +100,23 @@ class Daemon:
                 self.p.wait()
         untrack(self.p)
         self.logf.close()
+
+
+def settled_run(tag, tree, collect, **kw):
+    """A Daemon (kw: its options) from its start until `iverctl settle` returns: (wall, CPU s,
+    collect(d) before it stops); its directories removed afterwards (a failed run's log stays)."""
+    t0 = time.monotonic()
+    d = Daemon(tag, tree, **kw)
+    try:
+        d.settle()
+        wall = time.monotonic() - t0
+        cpu = d.cpu()[0]
+        got = collect(d)
+    finally:
+        d.stop()
+    shutil.rmtree(d.run, ignore_errors=True)
+    shutil.rmtree(d.dir, ignore_errors=True)
+    return wall, cpu, got
 
 
 def delta(a, b):

@@ -109,6 +109,17 @@ def targets(B):
     return t
 
 
+def targets_list(out, with_targets, ts):
+    """A section's closing lines: its targets met / missed (ts() makes them), or a pointer to the table."""
+    if not with_targets:
+        out.append("Its targets are in the Targets table above.\n")
+        return out
+    out.append("**Targets**\n")
+    out += [f"- {mark(t['met'])}: {t['name']}: {t['detail']}" for t in ts()]
+    out.append("")
+    return out
+
+
 def mark(met):
     return "not measured" if met is None else ("met" if met else "MISSED")
 
@@ -195,14 +206,7 @@ def section(B, scale=None, with_targets=True):
         P(f"- iverd (tests/integration/test-soak.sh): failed: `{d.get('failed', '').strip()[-200:]}`")
     if c or d:
         P("")
-    if not with_targets:
-        P("Its targets are in the Targets table above.\n")
-        return out
-    P("**Targets**\n")
-    for t in targets(B):
-        P(f"- {mark(t['met'])}: {t['name']}: {t['detail']}")
-    P("")
-    return out
+    return targets_list(out, with_targets, lambda: targets(B))
 
 
 def usr_find(U, temp, contender):
@@ -267,11 +271,4 @@ def usr_section(U, with_targets=True):
         P(f"| {r['contender']} | {r['files']:,} | {r['bytes'] / 1e6:.0f} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['temp']} | "
           f"{r['bytes'] / 1e6 / r['wall']:.0f} | {runs} | {wait} |")
     P("")
-    if not with_targets:
-        P("Its targets are in the Targets table above.\n")
-        return out
-    P("**Targets**\n")
-    for t in usr_targets(U):
-        P(f"- {mark(t['met'])}: {t['name']}: {t['detail']}")
-    P("")
-    return out
+    return targets_list(out, with_targets, lambda: usr_targets(U))

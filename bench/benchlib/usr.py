@@ -24,14 +24,13 @@ contender first. Best of `repeat` runs. The target: iverd ≤ 1.1× the faster x
 import os
 import random
 import re
-import shutil
 import stat
 import subprocess
 import time
 
 from .bulk import drop_caches
 from .common import A, ctl, log, run_measured
-from .contenders import Daemon
+from .contenders import settled_run
 
 ROOT = "/usr"
 POLICY = "policy/iverd.policy"
@@ -61,19 +60,9 @@ def usr_policy():
 
 
 def iverd_run(tag, policy, want_list=False):
-    t0 = time.monotonic()
-    d = Daemon(tag, ROOT, policy=policy)
-    try:
-        d.settle()
-        wall = time.monotonic() - t0
-        cpu = d.cpu()[0]
-        wait = runq_wait(d.p.pid)
-        st, s = d.status(), d.stats()
-        listing = ctl(d, "list", ROOT + "/") if want_list else None
-    finally:
-        d.stop()
-    shutil.rmtree(d.run, ignore_errors=True)
-    shutil.rmtree(d.dir, ignore_errors=True)
+    wall, cpu, (wait, st, s, listing) = settled_run(
+        tag, ROOT, lambda d: (runq_wait(d.p.pid), d.status(), d.stats(),
+                              ctl(d, "list", ROOT + "/") if want_list else None), policy=policy)
     r = dict(wall=wall, cpu=cpu, runq_wait=wait, cached=st["cached_files"], listed=st["list_length"], errors=st["errors"],
              seen=st["scan_files_seen"], hashed_bytes=s["bytes_hashed"], hash_cpu=s["hash_cpu_ns"] / 1e9)
     return r, listing
