@@ -7,6 +7,8 @@
 
 #include "seed.h"
 #include "iver/cache.h"
+#include "cache-internal.h"
+#include "table.h"
 #include "check-run.h"
 
 /* A passing ck_assert() writes its location to Check's pipe (a write(2)
@@ -455,6 +457,110 @@ START_TEST(test_long_names) {
 }
 END_TEST
 
+/* ---- an attack on the path index: names that share one hash ---- */
+
+static uint64_t unxorshift(uint64_t y, unsigned k) {
+        uint64_t x = y;
+        for (unsigned i = 0; i < 64 / k + 1; i++)
+                x = y ^ (x >> k);
+        return x;
+}
+
+static uint64_t inverse_mod64(uint64_t a) { /* a odd: Newton's iteration */
+        uint64_t x = a;
+        for (int i = 0; i < 6; i++)
+                x *= 2 - a * x;
+        return x;
+}
+
+static uint64_t unmix64(uint64_t x) {
+        x = unxorshift(x, 31);
+        x *= inverse_mod64(0x94d049bb133111ebULL);
+        x = unxorshift(x, 27);
+        x *= inverse_mod64(0xbf58476d1ce4e5b9ULL);
+        return unxorshift(x, 30);
+}
+
+static bool name_byte_ok(uint64_t w) {
+        for (int i = 0; i < 8; i++, w >>= 8)
+                if ((w & 0xff) == 0 || (w & 0xff) == '/')
+                        return false;
+        return true;
+}
+
+/* Names of 16 bytes that hash_bytes() under key maps to one value: the
+ * second word undoes the first (mix64 is a bijection), what a local user can
+ * do against any fixed function of this kind. */
+static size_t colliding_names(uint64_t key, char (*names)[16], size_t n) {
+        uint64_t c = 0x0123456789abcdefULL, w1 = 0x2121212121212121ULL;
+        size_t k = 0;
+        while (k < n) {
+                w1++;
+                if (!name_byte_ok(w1))
+                        continue;
+                uint64_t w2 = unmix64(c) ^ mix64((key ^ 16) ^ w1);
+                if (!name_byte_ok(w2))
+                        continue;
+                memcpy(names[k], &w1, 8);
+                memcpy(names[k] + 8, &w2, 8);
+                k++;
+        }
+        return k;
+}
+
+/* Mean distance of the path index's entries from their home slots. */
+static double mean_displacement(const IverCache *c) {
+        double sum = 0;
+        for (uint32_t j = 0; j < c->by_path.cap; j++) {
+                uint32_t s = c->by_path.slots[j];
+                if (s == SLOT_EMPTY)
+                        continue;
+                uint32_t home = (uint32_t) iver_table_home((uint32_t) hash_entry_path(c, entry(c, slot_num(s))),
+                                                           c->by_path.cap);
+                sum += j >= home ? j - home : j + c->by_path.cap - home;
+        }
+        return sum / c->n;
+}
+
+static double insert_names(IverCache *c, char (*names)[16], size_t n) {
+        char p[64];
+        for (size_t i = 0; i < n; i++) {
+                int l = snprintf(p, sizeof(p), "/srv/up/%.16s", names[i]);
+                IverEntry e = mkentry(4, 10 + i, 1, 1);
+                REQUIRE((iver_cache_put(c, &e, p, (size_t) l, NULL)) == (0));
+        }
+        REQUIRE((iver_cache_size(c)) == (n));
+        return mean_displacement(c);
+}
+
+/* The names of a user who knows the hash function pile into one probe
+ * chain (every lookup in the directory walks it); with the cache's random
+ * key the same names spread like any others. */
+START_TEST(test_colliding_names) {
+        enum { N = 6000 };
+        const uint64_t known = 0x9e3779b97f4a7c15ULL; /* the function's constant before it was keyed */
+        char (*names)[16] = malloc(sizeof(*names) * N);
+        REQUIRE(names != NULL);
+        REQUIRE((colliding_names(known, names, N)) == (N));
+
+        IverCache *c = NULL;
+        REQUIRE((iver_cache_new(&c)) == (0));
+        c->key = known; /* the attack as it was */
+        uint64_t h0 = hash_bytes(c, names[0], 16);
+        for (size_t i = 1; i < N; i++)
+                REQUIRE((hash_bytes(c, names[i], 16)) == (h0));
+        double fixed = insert_names(c, names, N);
+        iver_cache_free(c);
+
+        REQUIRE((iver_cache_new(&c)) == (0)); /* a random key */
+        double keyed = insert_names(c, names, N);
+        iver_cache_free(c);
+        free(names);
+        ck_assert_msg(fixed > N / 4, "the crafted names did not collide (mean displacement %.1f)", fixed);
+        ck_assert_msg(keyed < 10, "names a user crafted still pile up (mean displacement %.1f)", keyed);
+}
+END_TEST
+
 START_TEST(test_random_against_reference) {
         IverCache *c = NULL;
         Ref ref[RND_PATHS] = {};
@@ -526,6 +632,7 @@ int main(void) {
         tcase_add_test(tc, test_compaction);
         tcase_add_test(tc, test_directories);
         tcase_add_test(tc, test_long_names);
+        tcase_add_test(tc, test_colliding_names);
         tcase_add_test(tc, test_random_against_reference);
         suite_add_tcase(s, tc);
         return iver_run_suite(s);
