@@ -7,8 +7,8 @@
 /* Byte arena in 1 MiB chunks, addressed by 32-bit offsets (chunk << 20 |
  * position), so 4 GiB at most. An item never spans chunks; items are 4-byte
  * granules (a free item holds the next one's offset; records are read with
- * memcpy, never as aligned words). Freed items of up to IVER_ARENA_SMALL bytes go on a free list per
- * size and are reused by the next allocation of that size; larger ones, and
+ * memcpy, never as aligned words). Freed items of up to IVER_ARENA_SMALL
+ * bytes go on a free list per size and are reused by the next allocation of that size; larger ones, and
  * chunk tails, are garbage until the owner compacts: when
  * iver_arena_wants_compaction() says so it copies every live item into a new
  * arena (iver_arena_reserve() first) with iver_arena_move(), updates its offsets and swaps the arenas. */
@@ -25,7 +25,8 @@ typedef struct IverArena {
         uint32_t n_spare;     /* chunks reserved after the last one (iver_arena_reserve) */
         uint32_t used;        /* bytes used in the last chunk */
         size_t live, garbage; /* bytes in live items; bytes freed (free lists included) or lost to tails */
-        uint32_t free_head[IVER_ARENA_SMALL / IVER_ARENA_GRANULE + 1]; /* per granule count; IVER_ARENA_NONE when empty */
+        /* per granule count; IVER_ARENA_NONE when empty */
+        uint32_t free_head[IVER_ARENA_SMALL / IVER_ARENA_GRANULE + 1];
         bool free_init;
 } IverArena;
 

@@ -67,13 +67,14 @@ void cache_dir_unref_if_unused(IverCache *c, uint32_t d) {
 
 /* ---- compaction ---- */
 
-/* Copy every live record (directories', entries') into a new arena and swap; the copy's chunks are
- * reserved first, so a compaction either happens whole or not at all (then
- * the cache keeps its garbage until the next try). */
+/* Copy every live record (directories', entries') into a new arena and
+ * swap; the copy's chunks are reserved first, so a compaction either happens
+ * whole or not at all (then the cache keeps its garbage until the next try). */
 static void compact_names(IverCache *c) {
         IverArena a = {};
         uint32_t off;
-        if (iver_arena_reserve(&a, c->names.live, NAME_HDR_MAX + UINT16_MAX + IVER_DIGEST_MAX + sizeof(uint64_t)) < 0) {
+        size_t max_record = NAME_HDR_MAX + UINT16_MAX + IVER_DIGEST_MAX + sizeof(uint64_t);
+        if (iver_arena_reserve(&a, c->names.live, max_record) < 0) {
                 iver_arena_done(&a);
                 return;
         }

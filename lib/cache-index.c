@@ -10,7 +10,7 @@ static inline uint32_t home(const Index *x, uint64_t hash) {
 }
 
 static inline uint32_t next(const Index *x, uint32_t i) {
-        return ++i == x->cap ? 0 : i;
+        return (uint32_t) iver_table_next(i, x->cap);
 }
 
 static uint64_t slot_hash(const IverCache *c, const Index *x, uint32_t i) {

@@ -2,7 +2,7 @@
 #pragma once
 /* The measurement cache's layout, shared by its parts: cache.c (the API:
  * lookups and changes), cache-index.c (the open-addressing indexes) and
- * cache-dirs.c (the directory table and compaction of the arenas). Internal
+ * cache-dirs.c (the directory table and compaction of the records). Internal
  * to libiver. */
 #include <assert.h>
 #include <string.h>
@@ -138,14 +138,14 @@ static inline const uint8_t *name_bytes(const IverCache *c, const CacheEntry *e,
         uint32_t d;
         memcpy(&d, p, sizeof(d));
         *ret_dir = d;
-        if (p[4] < NAME_LEN_LONG) {
-                *ret_len = p[4];
-                return p + 5;
+        size_t len = p[4];
+        if (len == NAME_LEN_LONG) {
+                uint16_t l;
+                memcpy(&l, p + 5, sizeof(l));
+                len = l;
         }
-        uint16_t len;
-        memcpy(&len, p + 5, sizeof(len));
         *ret_len = len;
-        return p + 7;
+        return p + name_hdr(len);
 }
 
 static inline size_t name_record_len(const IverCache *c, const CacheEntry *e) {

@@ -69,7 +69,7 @@ static int record_is(int fd, uint64_t offset, uint32_t pcr, const uint8_t *diges
 static int probe(const ImaIndex *x, uint64_t fp, uint32_t pcr, const uint8_t *digest, int fd, size_t *ret) {
         size_t i = home(fp, x->n_slots);
 
-        for (;; i = i + 1 == x->n_slots ? 0 : i + 1) {
+        for (;; i = iver_table_next(i, x->n_slots)) {
                 uint64_t s = x->slots[i];
                 if (s == 0)
                         break;
@@ -101,7 +101,7 @@ static int grow(ImaIndex *x) {
                         continue;
                 size_t i = home(s >> OFFSET_BITS, n);
                 while (slots[i] != 0)
-                        i = i + 1 == n ? 0 : i + 1;
+                        i = iver_table_next(i, n);
                 slots[i] = s;
         }
         free(x->slots);

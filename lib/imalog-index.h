@@ -5,8 +5,8 @@
  * no copy of the entries. A slot holds the record's file offset (38 bits)
  * and a 26-bit fingerprint of the pair: the top bits of a keyed hash, which
  * scaled to the table is also the slot's home position (so the table grows
- * without reading a record back; sizes as lib/table.h says). A fingerprint match is confirmed by
- * reading the record's first 24 bytes (u32 PCR, SHA-1 template digest) back
+ * without reading a record back; sizes as lib/table.h says). A fingerprint
+ * match is confirmed by reading the record's first 24 bytes (u32 PCR, SHA-1 template digest) back
  * from the list file, so a false match costs one pread and never drops an
  * entry. Slot positions come from a per-index random key: list entries carry
  * digests of files a local user writes, who must not be able to pile them

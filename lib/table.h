@@ -28,3 +28,8 @@ static inline uint64_t iver_table_capacity(uint64_t want, uint64_t min) {
 static inline uint64_t iver_table_home(uint32_t h, uint64_t cap) {
         return (uint64_t) h * cap >> 32;
 }
+
+/* The slot after i, the last one wrapping to the first (linear probing). */
+static inline uint64_t iver_table_next(uint64_t i, uint64_t cap) {
+        return i + 1 == cap ? 0 : i + 1;
+}
