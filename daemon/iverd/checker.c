@@ -28,6 +28,7 @@
 #include "walk.h"
 
 #define DISPATCH_BATCH 4096
+#define DONE_ROUNDS 8 /* takes of finished jobs in one wake-up of the loop */
 
 static unsigned use_jobs; /* on-access jobs in flight (the loop thread only) */
 
@@ -633,10 +634,10 @@ static void follower_done(House *m, Job *f) {
         job_free(f);
 }
 
-int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        House *m = userdata;
-        bool uses = false;
-        for (Job *j = workers_take_done(m->workers), *next; j; j = next) {
+/* Record what a list of finished jobs found; *uses: one was an on-access job
+ * (a use waits for its entry). */
+static void finish_jobs(House *m, Job *list, bool *uses) {
+        for (Job *j = list, *next; j; j = next) {
                 next = j->next;
                 if (j->stat) { /* the walk's statx batch */
                         walk_stat_done(m->walk, j->stat);
@@ -661,7 +662,7 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                 handle_outcome(m, j->path, &o, &j->dec, j->sig, j->sig_len, j->by_fd);
                 handle_appraisal(m, j, &o);
                 if (j->by_fd) {
-                        uses = true;
+                        *uses = true;
                         /* a use waits: what it runs changed throughout hashing */
                         if (o.result == IVER_CHECK_UNSTABLE && j->dec.measure && m->evidence)
                                 (void) evidence_record_violation(m->evidence, j->path, &j->dec.d, j->pending.algo);
@@ -678,11 +679,29 @@ int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *use
                 }
                 job_free(j);
         }
-        workers_flush(m->workers); /* what the statx batches found to hash */
+}
+
+int checker_workers_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        House *m = userdata;
+        bool uses = false;
+        unsigned rounds = 0;
+        workers_ack(m->workers);
+        /* what finishes while these are recorded is taken in the same wake-up,
+         * up to DONE_ROUNDS times (then the eventfd brings the loop back after
+         * other events); a use waiting for its entry ends the rounds */
+        for (Job *list; (list = workers_take_done(m->workers));) {
+                finish_jobs(m, list, &uses);
+                workers_flush(m->workers); /* what the statx batches found to hash */
+                if (uses || ++rounds == DONE_ROUNDS) {
+                        workers_rewake(m->workers);
+                        break;
+                }
+        }
         /* a use waits for its entry on disk: no group commit delay for it */
         (void) (uses ? evidence_commit(m->evidence) : evidence_flush(m->evidence));
         onaccess_flushed(m->onaccess); /* after the commit: the entry is in the list file */
-        (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_ONESHOT);
+        if (queue_queued(m->queue) > 0) /* (else nothing for a dispatch to do: no loop iteration for it) */
+                (void) sd_event_source_set_enabled(m->dispatch_source, SD_EVENT_ONESHOT);
         walk_resume(m->walk);
         house_maybe_settled(m);
         return 0;

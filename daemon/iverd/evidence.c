@@ -9,7 +9,7 @@
  * (evidence-tpm.c).
  *
  * Group commit: entries are staged and written with one write when 1,000 are
- * staged or 10 ms after the first; the sync thread (list-sync.c) makes them
+ * staged or 25 ms after the first; the sync thread (list-sync.c) makes them
  * durable with one fdatasync for all groups written meanwhile, and only then
  * moves the TPM thread's durable end past them: no PCR ever holds an entry
  * the list on disk lacks, and a slow disk never stalls the loop. When the
@@ -33,7 +33,7 @@
 #include "tpm-thread.h"
 #include "thread.h"
 
-#define GROUP_USEC (10ULL * 1000ULL)
+#define GROUP_USEC (25ULL * 1000ULL)
 #define RELIST_USEC (5ULL * 1000000ULL)
 #define CHURN_TICK_USEC (1ULL * 1000000ULL)
 

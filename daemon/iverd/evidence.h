@@ -17,7 +17,7 @@ typedef struct Evidence Evidence;
 
 /* The measurement list (write-ahead, in the runtime directory) and its extend
  * cursor, on the event loop; the TPM calls run on the TPM thread
- * (tpm-thread.h). Entries are written (group commit: one fdatasync per 10 ms
+ * (tpm-thread.h). Entries are written (group commit: one fdatasync per 25 ms
  * or 1,000 entries) before they are extended; extends run in list order. */
 int evidence_new(sd_event *event, const Reports *reports, const IverConf *conf, Evidence **ret);
 /* The initial measurement is done: from now on the churn limit applies to
@@ -48,7 +48,7 @@ int evidence_record_gap(Evidence *e, int64_t snapshot_sec, IverHashAlgo algo);
  * watch (the next run's gap starts there). Periodically and at stop. */
 void evidence_mark_alive(Evidence *e);
 /* Have what evidence_record() staged written soon: at once when 1,000 are
- * staged, else within 10 ms of the first (one write and one fdatasync for the
+ * staged, else within 25 ms of the first (one write and one fdatasync for the
  * group); then the entries join the list and may be extended. A file with
  * more than 32 new versions a minute is rate limited (churn.h): recorded
  * once as a violation, re-checked after a backoff. */

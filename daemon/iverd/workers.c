@@ -51,6 +51,7 @@ struct Workers {
         unsigned big_max;
         bool stopping;
         int efd;
+        bool armed;                     /* under lock: the loop sleeps on efd for the next done job */
         /* loop thread only */
         List stage;
         size_t light;                   /* small jobs handed over and not yet taken back */
@@ -269,6 +270,17 @@ StatBatch *stat_batch_free(StatBatch *b) {
         return NULL;
 }
 
+/* Under lock, after a job joined w->done: wake the loop, unless it has not
+ * come back for the last ones yet (workers_take_done() returns them with
+ * these, and arms the wake-up only once it finds none). One eventfd write
+ * and one loop iteration per batch of results, not per result. */
+static void done_wake(Workers *w) {
+        if (!w->armed)
+                return;
+        w->armed = false;
+        notify_send(w->efd);
+}
+
 static void *worker_main(void *arg) {
         Workers *w = arg;
         unsigned self = __atomic_fetch_add(&w->started, 1, __ATOMIC_RELAXED);
@@ -297,10 +309,8 @@ static void *worker_main(void *arg) {
                         pthread_mutex_lock(&w->lock);
                         w->quick_running--;
                         w->finished++;
-                        bool wake = !w->done.head;
                         append(&w->done, j);
-                        if (wake)
-                                notify_send(w->efd);
+                        done_wake(w);
                         continue;
                 }
                 if (w->small.head) {
@@ -333,10 +343,8 @@ static void *worker_main(void *arg) {
                 w->finished++;
                 if (w->big.head && w->big_running < w->big_max)
                         pthread_cond_signal(&w->cond); /* a big one may start now */
-                bool wake = !w->done.head;
                 list_splice(&w->done, &batch);
-                if (wake)
-                        notify_send(w->efd);
+                done_wake(w);
         }
         pthread_mutex_unlock(&w->lock);
         dir_cache_done(&c);
@@ -357,6 +365,7 @@ int workers_new(unsigned n, workers_after_hash_fn after_hash, Workers **ret) {
         }
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->cond, NULL);
+        w->armed = true;
         w->efd = notify_new();
         if (w->efd < 0) {
                 int r = w->efd;
@@ -565,11 +574,19 @@ void workers_submit_stat(Workers *w, Job *j) {
         pthread_mutex_unlock(&w->lock);
 }
 
-Job *workers_take_done(Workers *w) {
+void workers_ack(Workers *w) {
         notify_ack(w->efd);
+}
+
+void workers_rewake(Workers *w) {
+        notify_send(w->efd);
+}
+
+Job *workers_take_done(Workers *w) {
         pthread_mutex_lock(&w->lock);
         Job *j = w->done.head;
         w->done = (List) {};
+        w->armed = !j;
         pthread_mutex_unlock(&w->lock);
         for (Job *k = j; k; k = k->next)
                 if (k->light)

@@ -100,8 +100,14 @@ void workers_submit_stat(Workers *w, Job *job);
 int workers_measure_path(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
 /* The same for a symlink: the digest of its target (iver_measure_link). */
 int workers_measure_link(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
-/* Take all finished jobs (oldest first); clears the eventfd. */
+/* The loop's side of the eventfd (readable: jobs are done). The loop acks
+ * it, then takes finished jobs (oldest first) until workers_take_done()
+ * returns NULL: only that re-arms the workers' wake-up. A loop that stops
+ * taking before (to let other events in) calls workers_rewake(), so the
+ * eventfd brings it back for the rest. */
+void workers_ack(Workers *w);
 Job *workers_take_done(Workers *w);
+void workers_rewake(Workers *w);
 unsigned workers_count(const Workers *w);
 /* Worker health (the watchdog's question, loop thread): whether the pool owes
  * progress now: a statx batch or small files (< 64 MiB) waiting or in a
