@@ -292,9 +292,14 @@ static int walk_step(sd_event_source *s, void *userdata) {
                         return r;
         }
         batch_submit(w); /* not left waiting while the loop does other things */
-        if (!walk_busy(w)) {
+        if (!w->todo && !w->cur) {
+                /* nothing left to read: what is left is at the workers (statx
+                 * batches), and their return settles it (walk_stat_done, then
+                 * the loop's settle check); not a step every loop iteration
+                 * until then */
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
-                report_settled(w->reports);
+                if (!walk_busy(w))
+                        report_settled(w->reports);
         }
         return 0;
 }
