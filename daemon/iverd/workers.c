@@ -29,6 +29,11 @@
 #include "workers.h"
 
 #define BIG_FILE_BYTES (64ULL << 20)
+/* A big file this small may take the worker kept for small files too, while
+ * none waits: a small one that comes meanwhile waits for no more than its
+ * hash (~0.2 s at OpenSSL's speed), and a tree of many big files (a /usr)
+ * is not hashed one file at a time. */
+#define SHARED_BIG_BYTES (256ULL << 20)
 #define BATCH_MAX 16U                  /* small jobs taken per lock */
 #define BATCH_FILE_BYTES (256U << 10)  /* only files this small are taken in batches */
 #define STAGE_MAX 64U                  /* staged jobs are flushed at this many anyway */
@@ -176,8 +181,9 @@ static int dir_of(DirCache *c, const char *path, const char **ret_name) {
 }
 
 /* Measure one job. Returns false, measuring nothing, when the file turned out
- * big although the loop's statx said small (it grew meanwhile): the caller
- * hands it to the big list. */
+ * big although the loop's statx said small, or bigger than SHARED_BIG_BYTES
+ * for the worker kept for small files (it grew meanwhile): the caller hands
+ * it to the big list. */
 static bool run(Workers *w, Job *j, DirCache *c) {
         IverStat st;
         const char *name;
@@ -199,15 +205,22 @@ static bool run(Workers *w, Job *j, DirCache *c) {
                 o.max_size = BIG_FILE_BYTES - 1;
                 j->r = iver_measure_stat(dfd, name, &j->pending.st, j->stat_at, &o, &j->m);
                 if (j->r == -EFBIG) {
-                        j->big = true;
+                        j->big = j->grew = true;
                         return false;
                 }
         } else {
                 int64_t at = iver_now_ns();
                 j->r = iver_stat(j->opt.statx, dfd, name, j->opt.source == IVER_COOKIE_STATX_VERSION, &st);
-                if (j->r >= 0) {
-                        j->r = iver_measure_stat(dfd, name, &st, at, &j->opt, &j->m);
+                if (j->r >= 0 && j->shared && st.size > SHARED_BIG_BYTES) {
+                        /* grown past what the worker kept for small files
+                         * takes: back to the big list (a hash reads no
+                         * further than the size seen here) */
+                        j->grew = true;
+                        j->shared = false;
+                        return false;
                 }
+                if (j->r >= 0)
+                        j->r = iver_measure_stat(dfd, name, &st, at, &j->opt, &j->m);
         }
         if (j->opt.read_ima_xattr && j->r >= 0)
                 w->after_hash(j); /* appraisal, and the ima-sig signature */
@@ -248,8 +261,18 @@ static void run_batch(Workers *w, unsigned self, DirCache *c, List *batch, List 
                         j->m.cpu_ns = (int64_t) ((double) spent * (double) (j->m.bytes_hashed + 1) / (double) bytes);
 }
 
+/* Under lock: whether a worker may start the next big file. */
+static bool big_may_start(const Workers *w) {
+        if (!w->big.head)
+                return false;
+        if (w->big_running < w->big_max)
+                return true;
+        return w->big_running < w->n && !w->small.head && !w->stat.head && !w->big.head->grew &&
+               w->big.head->pending.st.size <= SHARED_BIG_BYTES;
+}
+
 static bool has_work(const Workers *w) {
-        return w->stat.head || w->small.head || (w->big.head && w->big_running < w->big_max);
+        return w->stat.head || w->small.head || big_may_start(w);
 }
 
 static void stat_run(StatBatch *b) {
@@ -325,6 +348,7 @@ static void *worker_main(void *arg) {
                         w->quick_running++;
                 } else {
                         append(&batch, take(&w->big));
+                        batch.head->shared = w->big_running >= w->big_max; /* big_may_start()'s second case */
                         w->big_running++;
                         big = true;
                 }
@@ -341,7 +365,7 @@ static void *worker_main(void *arg) {
                 else
                         w->quick_running--;
                 w->finished++;
-                if (w->big.head && w->big_running < w->big_max)
+                if (big_may_start(w))
                         pthread_cond_signal(&w->cond); /* a big one may start now */
                 list_splice(&w->done, &batch);
                 done_wake(w);

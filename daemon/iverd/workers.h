@@ -46,6 +46,8 @@ typedef struct Job {
         uint8_t *sig;              /* security.ima when it is a signature (for ima-sig entries) */
         size_t sig_len;
         bool big;                  /* a big file (workers.c): by the loop's statx, or found so by the worker's */
+        bool grew;                 /* found big by the worker's: pending.st.size says nothing of its size */
+        bool shared;               /* a big file the worker kept for small files took (workers.c) */
         bool light;                /* counted in workers_light() (loop thread only) */
         /* on-access (onaccess.c): hash this open file (the one being executed), not path */
         bool by_fd;
