@@ -102,13 +102,34 @@ void cache_index_delete(IverCache *c, Index *x, uint32_t *slot) {
         x->slots[hole] = SLOT_EMPTY;
 }
 
-void cache_index_insert(IverCache *c, Index *x, uint32_t i) {
-        uint64_t hash = slot_hash(c, x, i);
+static void insert_hashed(Index *x, uint64_t hash, uint32_t i) {
         for (uint32_t j = home(x, hash);; j = next(x, j)) {
                 uint32_t *s = &x->slots[j];
                 if (*s == SLOT_EMPTY) {
                         *s = slot_make(hash, i);
                         return;
+                }
+        }
+}
+
+void cache_index_insert(IverCache *c, Index *x, uint32_t i) {
+        insert_hashed(x, slot_hash(c, x, i), i);
+}
+
+/* Every entry into the rebuilt x, in entry order: the hashes are made a few
+ * entries ahead and their home slots fetched meanwhile, so the random
+ * writes into the new table do not stall one after another. */
+#define REBUILD_AHEAD 8U
+static void rebuild_entries(IverCache *c, Index *x) {
+        uint64_t ring[REBUILD_AHEAD];
+        uint32_t n = c->n;
+        for (uint32_t i = 0; i < n + REBUILD_AHEAD; i++) {
+                if (i >= REBUILD_AHEAD)
+                        insert_hashed(x, ring[i % REBUILD_AHEAD], i - REBUILD_AHEAD);
+                if (i < n) {
+                        uint64_t h = slot_hash(c, x, i);
+                        __builtin_prefetch(&x->slots[home(x, h)], 1);
+                        ring[i % REBUILD_AHEAD] = h;
                 }
         }
 }
@@ -131,8 +152,7 @@ int cache_index_reserve(IverCache *c, Index *x, uint32_t want) {
                         if (c->dirs[d].refs > 0)
                                 cache_index_insert(c, x, d);
         } else
-                for (uint32_t i = 0; i < c->n; i++)
-                        cache_index_insert(c, x, i);
+                rebuild_entries(c, x);
         return 0;
 }
 
