@@ -181,46 +181,40 @@ static int dir_of(DirCache *c, const char *path, const char **ret_name) {
 }
 
 /* Measure one job. Returns false, measuring nothing, when the file turned out
- * big although the loop's statx said small, or bigger than SHARED_BIG_BYTES
- * for the worker kept for small files (it grew meanwhile): the caller hands
- * it to the big list. */
+ * bigger than this worker takes (it grew since the loop's statx): the caller
+ * hands it to the big list. */
 static bool run(Workers *w, Job *j, DirCache *c) {
         IverStat st;
         const char *name;
         j->opt.sigio_ignored = true;  /* manager_new() prepared them before the pool started */
         j->opt.cancel = &w->stopping; /* a stop does not wait for a 100 GiB file */
+        /* What this worker may take: a small job, a file under 64 MiB; the
+         * worker kept for small files, one of up to 256 MiB. A file grown past
+         * that since the loop looked (`truncate -s 100G` creates, then
+         * extends) ends with -EFBIG before anything is hashed, and goes to
+         * the big list; a hash reads no further than the size its own statx
+         * saw. */
+        IverMeasureOptions o = j->opt;
+        o.max_size = !j->big ? BIG_FILE_BYTES - 1 : j->shared ? SHARED_BIG_BYTES : 0;
         int dfd = j->by_fd ? -EBADF : dir_of(c, j->path, &name);
         if (j->by_fd) /* on-access: the very file being used, whatever its path names by now */
-                j->r = iver_measure_fd(j->fd, &j->opt, &j->m);
+                j->r = iver_measure_fd(j->fd, &o, &j->m);
         else if (dfd == -EINVAL)
-                j->r = workers_measure_path(j->path, &j->opt, &j->m);
+                j->r = workers_measure_path(j->path, &o, &j->m);
         else if (dfd < 0)
                 j->r = dfd;
-        else if (!j->big) {
-                /* the loop's statx (walk or dispatch) is the first attempt's
-                 * "before": no statx of our own. A file grown big since then
-                 * (`truncate -s 100G` creates, then extends) ends with -EFBIG
-                 * before anything is hashed, and goes to the big list. */
-                IverMeasureOptions o = j->opt;
-                o.max_size = BIG_FILE_BYTES - 1;
+        else if (!j->big) /* the loop's statx (walk or dispatch) is the first attempt's "before" */
                 j->r = iver_measure_stat(dfd, name, &j->pending.st, j->stat_at, &o, &j->m);
-                if (j->r == -EFBIG) {
-                        j->big = j->grew = true;
-                        return false;
-                }
-        } else {
+        else {
                 int64_t at = iver_now_ns();
-                j->r = iver_stat(j->opt.statx, dfd, name, j->opt.source == IVER_COOKIE_STATX_VERSION, &st);
-                if (j->r >= 0 && j->shared && st.size > SHARED_BIG_BYTES) {
-                        /* grown past what the worker kept for small files
-                         * takes: back to the big list (a hash reads no
-                         * further than the size seen here) */
-                        j->grew = true;
-                        j->shared = false;
-                        return false;
-                }
+                j->r = iver_stat(o.statx, dfd, name, o.source == IVER_COOKIE_STATX_VERSION, &st);
                 if (j->r >= 0)
-                        j->r = iver_measure_stat(dfd, name, &st, at, &j->opt, &j->m);
+                        j->r = iver_measure_stat(dfd, name, &st, at, &o, &j->m);
+        }
+        if (j->r == -EFBIG && o.max_size > 0) {
+                j->big = j->grew = true;
+                j->shared = false;
+                return false;
         }
         if (j->opt.read_ima_xattr && j->r >= 0)
                 w->after_hash(j); /* appraisal, and the ima-sig signature */
