@@ -2,7 +2,6 @@
 /* IMA measurement list entries in the kernel's ASCII format
  * (ascii_runtime_measurements): the one encoder and one decoder. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,23 +24,39 @@ static int hex_get(const char *s, size_t n, uint8_t *out) {
         return iver_hex_decode(s, n, out, n / 2, NULL) < 0 ? -EBADMSG : 0;
 }
 
-int iver_imalog_entry_to_ascii(const IverImaEntry *e, char **ret, size_t *ret_len) {
-        const char *tname = iver_imalog_template_to_string(e->template);
-        const char *aname = iver_hash_algo_to_string(e->algo);
-        size_t size;
-        char *p;
+size_t iver_imalog_entry_ascii_size(const IverImaEntry *e) {
+        return 12 + 1 + 2 * IVER_IMA_TEMPLATE_DIGEST_SIZE + 1 + strlen(iver_imalog_template_to_string(e->template)) + 1 +
+               strlen(iver_hash_algo_to_string(e->algo)) + 1 + 2 * e->digest_len + 1 + e->path_len + 1 +
+               2 * (e->sig_len + e->buf_len) + 2;
+}
 
-        size = 12 + 1 + 2 * IVER_IMA_TEMPLATE_DIGEST_SIZE + 1 + strlen(tname) + 1 + strlen(aname) + 1 +
-               2 * e->digest_len + 1 + e->path_len + 1 + 2 * (e->sig_len + e->buf_len) + 2;
-        _cleanup_free_ char *s = malloc(size);
-        if (!s)
-                return -ENOMEM;
-        p = s + sprintf(s, "%2u ", e->pcr);
+static char *str_put(char *p, const char *s) {
+        size_t n = strlen(s);
+        memcpy(p, s, n);
+        return p + n;
+}
+
+size_t iver_imalog_entry_ascii_put(const IverImaEntry *e, char *buf) {
+        char *p = buf;
+        /* "%2u ": the kernel's PCR column */
+        char num[12], *q = num + sizeof(num);
+        uint32_t v = e->pcr;
+        do
+                *--q = (char) ('0' + v % 10);
+        while ((v /= 10) > 0);
+        if (num + sizeof(num) - q < 2)
+                *p++ = ' ';
+        memcpy(p, q, (size_t) (num + sizeof(num) - q));
+        p += num + sizeof(num) - q;
+        *p++ = ' ';
         p = hex_put(p, e->template_digest, IVER_IMA_TEMPLATE_DIGEST_SIZE);
-        if (e->template == IVER_IMA_TEMPLATE_IMA)
-                p += sprintf(p, " %s ", tname);         /* d: the hex digest alone */
-        else
-                p += sprintf(p, " %s %s:", tname, aname);
+        *p++ = ' ';
+        p = str_put(p, iver_imalog_template_to_string(e->template));
+        *p++ = ' ';
+        if (e->template != IVER_IMA_TEMPLATE_IMA) { /* "ima": d is the hex digest alone */
+                p = str_put(p, iver_hash_algo_to_string(e->algo));
+                *p++ = ':';
+        }
         p = hex_put(p, e->digest, e->digest_len);
         *p++ = ' ';
         memcpy(p, e->path, e->path_len);
@@ -52,9 +67,17 @@ int iver_imalog_entry_to_ascii(const IverImaEntry *e, char **ret, size_t *ret_le
         }
         *p++ = '\n';
         *p = 0;
+        return (size_t) (p - buf);
+}
+
+int iver_imalog_entry_to_ascii(const IverImaEntry *e, char **ret, size_t *ret_len) {
+        char *s = malloc(iver_imalog_entry_ascii_size(e));
+        if (!s)
+                return -ENOMEM;
+        size_t n = iver_imalog_entry_ascii_put(e, s);
         if (ret_len)
-                *ret_len = p - s;
-        *ret = TAKE_PTR(s);
+                *ret_len = n;
+        *ret = s;
         return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "macro.h"
 
 #define TEXT_CHUNK (256U * 1024U)
+#define SCRATCH_KEEP (1024U * 1024U) /* a daemon group (1,000 entries) is ~300 KiB */
 
 /* A new temporary file in dir_fd for name, never one someone left there (a
  * symlink to follow). */
@@ -77,6 +78,8 @@ IverImaFile *iver_imalog_file_free(IverImaFile *f) {
         closep(&f->bin_fd);
         closep(&f->dir_fd);
         ima_index_done(&f->index);
+        free(f->bin_buf);
+        free(f->text_buf);
         free(f);
         return NULL;
 }
@@ -276,19 +279,47 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, size_t *ret_t
         return 0;
 }
 
+/* Room for need bytes in a buffer kept for the next batch: a group's text
+ * and records are some hundred KiB, which malloc would map and unmap, and
+ * the kernel fault in again, every commit. */
+static int scratch(uint8_t **buf, size_t *cap, size_t need) {
+        if (need <= *cap)
+                return 0;
+        size_t n = MAX(need, *cap * 2);
+        uint8_t *p = realloc(*buf, n);
+        if (!p)
+                return -ENOMEM;
+        *buf = p;
+        *cap = n;
+        return 0;
+}
+
+static void scratch_trim(IverImaFile *f) {
+        /* one huge batch (a merge, a replay) does not stay resident */
+        if (f->bin_cap + f->text_cap > SCRATCH_KEEP) {
+                free(f->bin_buf);
+                free(f->text_buf);
+                f->bin_buf = NULL;
+                f->text_buf = NULL;
+                f->bin_cap = f->text_cap = 0;
+        }
+}
+
 static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool sync) {
-        _cleanup_free_ uint8_t *bin = NULL;
-        _cleanup_free_ char *text = NULL;
-        size_t size = 0, off = 0, text_len = 0, text_cap = 0;
+        size_t size = 0, off = 0, text_len = 0, text_max = 0;
         int r;
 
         if (!f || (!e && n > 0))
                 return -EINVAL;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 size += iver_imalog_entry_binary_size(e[i]);
-        bin = malloc(size ? size : 1);
-        if (!bin)
+                text_max += iver_imalog_entry_ascii_size(e[i]);
+        }
+        if (scratch(&f->bin_buf, &f->bin_cap, size + 1) < 0 ||
+            scratch((uint8_t **) &f->text_buf, &f->text_cap, text_max + 1) < 0)
                 return -ENOMEM;
+        uint8_t *bin = f->bin_buf;
+        char *text = f->text_buf;
         for (size_t i = 0; i < n; i++) {
                 r = iver_imalog_entry_to_binary(e[i], bin + off, size - off);
                 if (r < 0)
@@ -296,19 +327,8 @@ static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool s
                 off += r;
         }
         /* the ASCII twin of the batch, built before anything is written */
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *line = NULL;
-                size_t ln;
-                r = iver_imalog_entry_to_ascii(e[i], &line, &ln);
-                if (r < 0)
-                        return r;
-                /* from 4 KiB: a batch's text stays on the heap (256 KiB
-                 * at once would be an mmap and munmap every commit) */
-                if (GROW(text, text_cap, text_len + ln, 4096) < 0)
-                        return -ENOMEM;
-                memcpy(text + text_len, line, ln);
-                text_len += ln;
-        }
+        for (size_t i = 0; i < n; i++)
+                text_len += iver_imalog_entry_ascii_put(e[i], text + text_len);
         /* room ahead of the batch's end; a full filesystem that refuses more
          * still lets the batch into what is already reserved */
         imalog_file_reserve_both(f, f->size + size, f->ascii_size + text_len);
@@ -330,6 +350,7 @@ static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool s
                 return r;
         }
         f->ascii_size += text_len;
+        scratch_trim(f);
         /* in the list now: counted and indexed (an index that cannot grow
          * only lets a later duplicate through, which the kernel's rule
          * tolerates) */

@@ -186,6 +186,10 @@ int iver_imalog_entry_binary_extent(const uint8_t *buf, size_t size, size_t *ret
  * The stored name is printed as it is, as the kernel does (see above for a
  * raw name holding '\n'). */
 int iver_imalog_entry_to_ascii(const IverImaEntry *e, char **ret, size_t *ret_len);
+/* The same line written into buf, which holds iver_imalog_entry_ascii_size()
+ * bytes (an upper bound); returns its length (without the NUL). */
+size_t iver_imalog_entry_ascii_size(const IverImaEntry *e);
+size_t iver_imalog_entry_ascii_put(const IverImaEntry *e, char *buf);
 /* Parse one line (with or without its '\n'); checks the template digest.
  * Leading spaces before the PCR are allowed ("%2d"). -EBADMSG on bad syntax. */
 int iver_imalog_entry_from_ascii(const char *line, size_t len, IverImaEntry **ret);
