@@ -298,10 +298,14 @@ static void sweep(Manager *m) {
                 log_debug("Scan did not see %zu cached files: checking them", n);
 }
 
-bool manager_settled(const Manager *m) {
+/* Nothing queued, hashed, walked or held at rest: no outcome is coming. */
+static bool work_settled(const Manager *m) {
         return queue_queued(m->h.queue) == 0 && queue_inflight(m->h.queue) == 0 && checker_use_jobs() == 0 && !walk_busy(m->h.walk) &&
-               !recheck_pending_soon(m->h.recheck) && rest_pending(m->h.rest) == 0 &&
-               !(m->h.evidence && evidence_pending(m->h.evidence));
+               !recheck_pending_soon(m->h.recheck) && rest_pending(m->h.rest) == 0;
+}
+
+bool manager_settled(const Manager *m) {
+        return work_settled(m) && !(m->h.evidence && evidence_pending(m->h.evidence));
 }
 
 static void send_status(Manager *m) {
@@ -323,6 +327,10 @@ static void send_status(Manager *m) {
 }
 
 void manager_maybe_settled(Manager *m) {
+        /* no entry is coming to join the staged group: it need not wait for
+         * its timer (the end of a scan, a lone change) */
+        if (m->h.evidence && work_settled(m))
+                (void) evidence_commit(m->h.evidence);
         if (!manager_settled(m))
                 return;
         if (m->sweep_pending) {
