@@ -259,10 +259,14 @@ void log_measurement(const char *path, const IverCheckOutcome *o, bool audit_it)
         if (verbose_log) {
                 char msg[8192 + 256];
                 escape(path, esc, sizeof(esc));
-                snprintf(msg, sizeof(msg), "Measured %s %s%s", esc, digest, o->provisional ? " (provisional)" : "");
+                /* why it was hashed: new, written, size, identity… (iver_check_reason_to_string) */
+                const char *why = iver_check_reason_to_string(o->reason) ?: "?";
+                snprintf(msg, sizeof(msg), "Measured %s %s (%s%s)", esc, digest, why,
+                         o->provisional ? ", provisional" : "");
                 if (journal_fd >= 0)
                         (void) journal_send(LOG_INFO, IVERD_MESSAGE_MEASURED, msg, "IVERD_PATH", path, "IVERD_DIGEST",
-                                            digest, "IVERD_PROVISIONAL", o->provisional ? "1" : "0", NULL);
+                                            digest, "IVERD_REASON", why, "IVERD_PROVISIONAL", o->provisional ? "1" : "0",
+                                            NULL);
                 else
                         fprintf(stderr, "iverd: %s\n", msg);
         }
