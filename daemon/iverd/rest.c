@@ -41,6 +41,7 @@ typedef struct RestEntry {
         unsigned names;         /* names it was held under */
         int8_t pcr;             /* the rule's pcr= (IVER_POLICY_PCR_UNSET) */
         int8_t template_;       /* the rule's template= (_IVER_IMA_TEMPLATE_INVALID: ima-ng) */
+        uint8_t reason;         /* why the digest it waits with was hashed (IverCheckReason) */
         bool has_d, audit;
         bool written;           /* a write event since the outcome */
         bool overdue;           /* past the bound: listed at its next outcome */
@@ -184,6 +185,9 @@ static void note_delay(Rest *r, uint64_t usec) {
 /* List e under its name now, with the digest o (on record for its inode),
  * and forget it. */
 static void list_entry(Rest *r, RestEntry *e, const IverCheckOutcome *o, uint64_t *counter, uint64_t now) {
+        IverCheckOutcome listed = *o;
+        listed.reason = (IverCheckReason) e->reason; /* the record's outcome does not say why it was hashed */
+        o = &listed;
         unlink_entry(r, e);
         (*counter)++;
         if (counter == &r->listed_rest) /* the settle delay: from the last change to the entry */
@@ -354,6 +358,8 @@ static int fill(Rest *r, RestEntry *e, const char *path, const IverCheckOutcome 
         bool measured = !e->path || o->result != IVER_CHECK_HIT, renewed = measured || p;
         if (p)
                 set_path(r, e, p);
+        if (measured && o->result == IVER_CHECK_MEASURED)
+                e->reason = (uint8_t) o->reason;
         if (sig_len || measured) {
                 free(e->sig);
                 e->sig = s;
