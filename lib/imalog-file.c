@@ -17,7 +17,7 @@
 #include "macro.h"
 
 #define TEXT_CHUNK (256U * 1024U)
-#define SCRATCH_KEEP (1024U * 1024U) /* a daemon group (1,000 entries) is ~300 KiB */
+#define SCRATCH_KEEP (1024U * 1024U) /* a daemon group (256 entries) is ~85 KiB */
 
 /* A new temporary file in dir_fd for name, never one someone left there (a
  * symlink to follow). */
@@ -280,8 +280,8 @@ int iver_imalog_file_open(const char *dir, IverImaFile **ret_file, size_t *ret_t
 }
 
 /* Room for need bytes in a buffer kept for the next batch: a group's text
- * and records are some hundred KiB, which malloc would map and unmap, and
- * the kernel fault in again, every commit. */
+ * and records come to tens or hundreds of KiB, which malloc would map and
+ * unmap (or grow by copying), and the kernel fault in again, every commit. */
 static int scratch(uint8_t **buf, size_t *cap, size_t need) {
         if (need <= *cap)
                 return 0;

@@ -9,8 +9,8 @@
 #include "evidence.h"
 #include "tpm-thread.h"
 
-#define GROUP_MAX 1000                  /* entries staged for one write */
-#define STAGED_SET 2048                 /* power of two ≥ 2 × GROUP_MAX */
+#define GROUP_MAX 256                   /* entries staged for one write (~150 KiB of entries and text) */
+#define STAGED_SET 512                  /* power of two ≥ 2 × GROUP_MAX */
 
 typedef struct QuoteWait {
         struct QuoteWait *next;
