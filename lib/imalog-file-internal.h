@@ -23,8 +23,7 @@ struct IverImaFile {
         uint64_t bin_alloc, ascii_alloc; /* allocated up to (as far as we know) */
         int reserve_error;              /* 0, or why the last extension failed */
         /* a batch's records and text, kept for the next one (imalog-file.c) */
-        uint8_t *bin_buf;
-        char *text_buf;
+        uint8_t *bin_buf, *text_buf;
         size_t bin_cap, text_cap;
 };
 

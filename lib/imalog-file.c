@@ -316,10 +316,10 @@ static int append(IverImaFile *f, const IverImaEntry *const *e, size_t n, bool s
                 text_max += iver_imalog_entry_ascii_size(e[i]);
         }
         if (scratch(&f->bin_buf, &f->bin_cap, size + 1) < 0 ||
-            scratch((uint8_t **) &f->text_buf, &f->text_cap, text_max + 1) < 0)
+            scratch(&f->text_buf, &f->text_cap, text_max + 1) < 0)
                 return -ENOMEM;
         uint8_t *bin = f->bin_buf;
-        char *text = f->text_buf;
+        char *text = (char *) f->text_buf;
         for (size_t i = 0; i < n; i++) {
                 r = iver_imalog_entry_to_binary(e[i], bin + off, size - off);
                 if (r < 0)
