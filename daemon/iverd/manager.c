@@ -327,12 +327,15 @@ static void send_status(Manager *m) {
 }
 
 void manager_maybe_settled(Manager *m) {
+        if (!work_settled(m))
+                return;
         /* no entry is coming to join the staged group: it need not wait for
          * its timer (the end of a scan, a lone change) */
-        if (m->h.evidence && work_settled(m))
+        if (m->h.evidence) {
                 (void) evidence_commit(m->h.evidence);
-        if (!manager_settled(m))
-                return;
+                if (evidence_pending(m->h.evidence))
+                        return;
+        }
         if (m->sweep_pending) {
                 sweep(m);
                 if (!manager_settled(m))

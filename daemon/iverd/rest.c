@@ -358,7 +358,7 @@ static int fill(Rest *r, RestEntry *e, const char *path, const IverCheckOutcome 
         bool measured = !e->path || o->result != IVER_CHECK_HIT, renewed = measured || p;
         if (p)
                 set_path(r, e, p);
-        if (measured && o->result == IVER_CHECK_MEASURED)
+        if (measured) /* why it was hashed; a rename's or a link's hit: metadata-only, hit */
                 e->reason = (uint8_t) o->reason;
         if (sig_len || measured) {
                 free(e->sig);
