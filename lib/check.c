@@ -129,6 +129,29 @@ IverCookieSource iver_check_cookie_source(IverContext *ctx, int dirfd, const cha
         return s;
 }
 
+/* A metadata-only hit through a name the entry does not hold, of an inode
+ * with one link: the file was renamed (its ctime moved), and its entry
+ * takes the new name, so that forgetting the old name later (the check of a
+ * name found gone, or a new file there) leaves it, and nothing is hashed
+ * again. Whoever held the new name lost it (a rename-over). Hard links keep
+ * the entry's one name (other_name). Returns the entry's index. */
+static uint32_t follow_rename(IverContext *ctx, uint32_t idx, const char *path, const IverStat *st,
+                              bool *ret_renamed) {
+        if (st->nlink != 1 || path[0] != '/')
+                return idx;
+        size_t len = strlen(path);
+        uint32_t holder = iver_cache_find_path(ctx->cache, path, len);
+        if (holder == idx)
+                return idx;
+        IverEntry e;
+        uint32_t moved = idx;
+        iver_cache_get(ctx->cache, idx, &e);
+        if (iver_cache_put_found(ctx->cache, &e, path, len, holder, idx, &moved) < 0)
+                return iver_cache_find_inode(ctx->cache, st->dev, st->ino); /* keeps its old name */
+        *ret_renamed = true;
+        return moved;
+}
+
 /* Everything but the digest bytes: zeroing those costs more than the lookup. */
 static void outcome_reset(IverCheckOutcome *out) {
         out->result = IVER_CHECK_ERROR;
@@ -139,6 +162,7 @@ static void outcome_reset(IverCheckOutcome *out) {
         out->digest.algo = _IVER_HASH_INVALID;
         out->digest.len = 0;
         out->metadata_only = false;
+        out->renamed = false;
         out->other_name = false;
         out->reason = _IVER_REASON_INVALID;
         out->cookie = (IverCookie) { .source = _IVER_COOKIE_INVALID };
@@ -202,7 +226,11 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
                         /* kernel IMA's last-writer rule: nobody wrote it, the digest stands */
                         iver_cache_set_cookie(ctx->cache, idx, &cookie);
                         v.metadata_only = true;
+                        idx = follow_rename(ctx, idx, path, &st, &out->renamed);
                 }
+                else if ((e.flags & IVER_ENTRY_WRITTEN) && (flags & IVER_CHECK_OBSERVED_NOW))
+                        /* the writes flagged came before the measurement */
+                        iver_cache_update_flags(ctx->cache, idx, 0, IVER_ENTRY_WRITTEN);
                 iver_cache_touch(ctx->cache, idx, sa, sm, &st);
                 iver_ledger_account(ctx->ledger, &v, st.size, 0, 0, 0, path);
                 out->result = IVER_CHECK_HIT;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The check pipeline on the event loop: queued path → statx (the walk's:
  * made on a worker, walk.c), policy, cache lookup (hits end here) → worker
- * pool (hashing on that statx) → finish: cache, ledger, measurement list,
- * journal, audit, appraisal verdicts, re-checks. */
+ * pool (hashing on that statx) → finish: cache, appraisal verdicts, and the
+ * outcome's consequences (checker-outcome.c: list, hold, re-check); the uses
+ * on-access waits on (checker_use). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -13,10 +14,10 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "checker.h"
+#include "checker-internal.h"
 #include "evidence.h"
 #include "fstrack.h"
 #include "log.h"
@@ -25,6 +26,7 @@
 #include "pathfd.h"
 #include "recheck.h"
 #include "rest.h"
+#include "vanished.h"
 #include "walk.h"
 
 #define DISPATCH_BATCH 4096
@@ -34,146 +36,6 @@ static unsigned use_jobs; /* on-access jobs in flight (the loop thread only) */
 
 unsigned checker_use_jobs(void) {
         return use_jobs;
-}
-
-void checker_violation(House *m, const char *path, const IverPolicyDecision *d, IverHashAlgo algo, const char *what) {
-        m->violations++;
-        log_violation(path, what);
-        if (m->evidence && d) {
-                (void) evidence_record_violation(m->evidence, path, d, algo);
-                (void) evidence_commit(m->evidence); /* listed now, not with the next group */
-        }
-}
-
-static void list_now(House *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
-                     const uint8_t *sig, size_t sig_len, bool use);
-
-/* A held digest is not listed yet: a use lists it at once (checker_use
- * asks rest.c on every path that finds the content on record), and a
- * snapshot marks it stale (persist.c), so a restart measures it again. */
-static void hold(House *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
-                 const uint8_t *sig, size_t sig_len) {
-        if (rest_offer(m->rest, path, o, d, audit, sig, sig_len) < 0) /* no memory to hold it: listed now */
-                list_now(m, path, o, d, audit, sig, sig_len, false);
-}
-
-/* A hit after a cookie move proven unwritten: a rename (or a new link) of a
- * listed file is listed under its new name once that has come to rest, or
- * now when it is used by that name. */
-static void offer_renamed(House *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                          bool audit, bool use) {
-        char p[IVER_CACHE_PATH_MAX];
-        if (o->idx == IVER_CACHE_NONE)
-                return;
-        size_t n = iver_cache_path(iver_context_cache(m->ctx), o->idx, p, sizeof(p));
-        if (n > 0 && n < sizeof(p) && strcmp(p, path) == 0)
-                return; /* same name: listed already (chmod, chown, xattr) */
-        if (use)
-                list_now(m, path, o, d, audit, NULL, 0, true);
-        else
-                hold(m, path, o, d, audit, NULL, 0);
-}
-
-void checker_rested(House *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
-                    const uint8_t *sig, size_t sig_len, bool use) {
-        list_now(m, path, o, d, audit, sig, sig_len, use);
-}
-
-static void list_now(House *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
-                     const uint8_t *sig, size_t sig_len, bool use) {
-        m->measurements++;
-        log_measurement(path, o, audit);
-        (void) evidence_record(m->evidence, path, o, d, sig, sig_len, use);
-}
-
-/* A hit through another hard-link name of the inode (the cache keeps one
- * entry, with one name, per inode): the inode is not hashed again, but this
- * name is listed under its own name like any measured name, once (the list's
- * dedup by template digest makes a name already listed cost one lookup). */
-static void list_other_name(House *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
-                            bool audit, bool use) {
-        uint8_t sig[2048];
-        ssize_t n = 0;
-        if (d->template_ == IVER_IMA_TEMPLATE_SIG) { /* the inode's signature, as a worker reads it */
-                n = lgetxattr(path, "security.ima", sig, sizeof(sig));
-                if (n < 0 || !iver_appraise_xattr_is_signature(sig, (size_t) n))
-                        n = 0;
-        }
-        if (evidence_record(m->evidence, path, o, d, n > 0 ? sig : NULL, (size_t) n, use) > 0) {
-                m->measurements++;
-                log_measurement(path, o, audit);
-        }
-}
-
-/* use: the check was made for an exec or open waiting on it (on-access).
- * dec: the decision the check was made under. */
-static void handle_outcome(House *m, const char *path, const IverCheckOutcome *o, const IverDecision *dec,
-                           const uint8_t *sig, size_t sig_len, bool use) {
-        const IverPolicyDecision *d = dec->measure ? &dec->d : NULL;
-        /* A provisional result (no read lease: open writers) may be of no
-         * version the writer meant (a write in progress). Kernel IMA measures a
-         * file at its use, not while it is written, and records open_writers
-         * when a use meets a writer: so a provisional digest is listed when a
-         * use waited for it, or when the file stayed open for write through
-         * every re-check (~5 s: a writer holding it, as in a hold-open swap);
-         * otherwise it is looked at again when the writer is done, and only
-         * the version it closed with is listed. A listed provisional digest is
-         * followed by an open_writers violation entry: a verifier sees which
-         * digests were measured while a writer held the file. */
-        bool retry = o->result == IVER_CHECK_ERROR && recheck_retry(m->recheck, path, o->error);
-        if (o->result == IVER_CHECK_MEASURED && o->provisional) {
-                if (!use && !recheck_take_final(m->recheck, path)) {
-                        (void) recheck_add(m->recheck, path);
-                        return; /* a write in progress: its end is measured */
-                }
-                (void) recheck_add(m->recheck, path); /* a new episode, until it measures stably */
-        } else if (o->result != IVER_CHECK_UNSTABLE && !retry)
-                recheck_remove(m->recheck, path);
-        switch (o->result) {
-        case IVER_CHECK_HIT:
-                if (use && rest_use(m->rest, &o->id) > 0)
-                        break; /* a held digest, listed now: it is used */
-                if (d && d->action == IVER_ACTION_MEASURE && rest_holds(m->rest, &o->id))
-                        hold(m, path, o, d, dec->audit, NULL, 0); /* the held entry follows name and cookie */
-                else if (o->metadata_only && d && d->action == IVER_ACTION_MEASURE)
-                        offer_renamed(m, path, o, d, dec->audit, use);
-                else if (o->other_name && d && d->action == IVER_ACTION_MEASURE)
-                        list_other_name(m, path, o, d, dec->audit, use);
-                break;
-        case IVER_CHECK_MEASURED:
-                if (!d || d->action != IVER_ACTION_MEASURE)
-                        break; /* appraised only */
-                if (!use && !o->provisional) {
-                        /* listed once its name has come to rest (rest.h) */
-                        hold(m, path, o, d, dec->audit, sig, sig_len);
-                        break;
-                }
-                if (use)
-                        rest_forget(m->rest, &o->id); /* listed now, under the name it is used by */
-                m->measurements++;
-                log_measurement(path, o, dec->audit);
-                if (evidence_record(m->evidence, path, o, d, sig, sig_len, use) > 0 && o->provisional)
-                        checker_violation(m, path, d, o->digest.algo,
-                                          use ? "open_writers: used while open for write"
-                                              : "open_writers: measured while open for write");
-                break;
-        case IVER_CHECK_UNSTABLE:
-                m->violations++;
-                log_violation(path, "unstable: kept changing while hashed");
-                recheck_add(m->recheck, path);
-                break;
-        case IVER_CHECK_ERROR:
-                if (o->error == -ENOENT || o->error == -ENOTDIR)
-                        break; /* vanished: forgotten */
-                m->errors++;
-                log_file_warning_errno(o->error, "Cannot measure %s: %m%s", path, retry ? " (will retry)" : "");
-                break;
-        case IVER_CHECK_NOT_REGULAR:
-                m->not_regular++;
-                break;
-        default:
-                break;
-        }
 }
 
 /* The attributes of st that rules look at (fstype=, fowner=, uid=, mode=,
@@ -237,11 +99,13 @@ static bool check_observed(House *m, const char *path, const IverStat *st, int64
                 return true;
         }
         onaccess_add_file(m->onaccess, st->dev, path);
-        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, st, dec.algo, dec.flags, &p, &o);
+        /* a queued check's statx was made just now (check_path), a walk's earlier */
+        unsigned flags = dec.flags | (walked ? 0 : IVER_CHECK_OBSERVED_NOW);
+        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, st, dec.algo, flags, &p, &o);
         if (r <= 0) {
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx); /* seen by this scan */
-                handle_outcome(m, path, &o, &dec, NULL, 0, false);
+                checker_outcome(m, path, &o, &dec, NULL, 0, false);
                 return true;
         }
         if (S_ISLNK(st->mode)) { /* a readlink and a hash of its target: done here */
@@ -251,7 +115,7 @@ static bool check_observed(House *m, const char *path, const IverStat *st, int64
                 (void) iver_check_finish(m->ctx, path, &p, r, &lm, &o);
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-                handle_outcome(m, path, &o, &dec, NULL, 0, false);
+                checker_outcome(m, path, &o, &dec, NULL, 0, false);
                 return true;
         }
         if (walked) {
@@ -495,7 +359,7 @@ int checker_use(House *m, int fd, const char *path, bool exec, int pid, uint64_t
                 use_open_writers(m, path, exec, d, u->algo);
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, dec.algo, dec.flags, &p, &o);
         if (r <= 0) {
-                handle_outcome(m, path, &o, &dec, NULL, 0, true);
+                checker_outcome(m, path, &o, &dec, NULL, 0, true);
                 (void) evidence_commit(m->evidence); /* the use goes on: what it runs is on disk */
                 return 0;
         }
@@ -510,7 +374,7 @@ static bool check_path(House *m, const char *path) {
         int r = path_context_stat(m->ctx, path, &st);
         if (r < 0) {
                 if (r == -ENOENT || r == -ENOTDIR) {
-                        iver_check_forget(m->ctx, path);
+                        vanished_add(m->vanished, m->ctx, path); /* a rename's new name may take it */
                         recheck_remove(m->recheck, path);
                 } else {
                         m->errors++;
@@ -547,6 +411,8 @@ int checker_dispatch(sd_event_source *s, void *userdata) {
                 if (check_path(m, path))
                         queue_done(m->queue, path);
         }
+        if (queue_queued(m->queue) == 0)
+                vanished_flush(m->vanished, m->ctx);
         workers_flush(m->workers);
         (void) evidence_flush(m->evidence); /* what finished here (symlinks) */
         if (queue_queued(m->queue) > 0 && workers_light(m->workers) < m->max_inflight)
@@ -629,7 +495,7 @@ static void follower_done(House *m, Job *f) {
         }
         if (o.idx != IVER_CACHE_NONE)
                 iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-        handle_outcome(m, f->path, &o, &f->dec, NULL, 0, false);
+        checker_outcome(m, f->path, &o, &f->dec, NULL, 0, false);
         queue_done(m->queue, f->path);
         job_free(f);
 }
@@ -659,7 +525,7 @@ static void finish_jobs(House *m, Job *list, bool *uses) {
                 job_hashed_version(m, j, &o);
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-                handle_outcome(m, j->path, &o, &j->dec, j->sig, j->sig_len, j->by_fd);
+                checker_outcome(m, j->path, &o, &j->dec, j->sig, j->sig_len, j->by_fd);
                 handle_appraisal(m, j, &o);
                 if (j->by_fd) {
                         *uses = true;

@@ -26,6 +26,7 @@ typedef struct Evidence Evidence;
 typedef struct OnAccess OnAccess;
 typedef struct Recheck Recheck;
 typedef struct Rest Rest;
+typedef struct Vanished Vanished;
 
 /* Progress of the scan in progress (or of the last one when none runs). */
 typedef struct ScanProgress {
@@ -69,6 +70,7 @@ typedef struct House {
         OnAccess *onaccess;             /* fanotify triggers (NULL: OnAccess=none) */
         Recheck *recheck;               /* provisional files to look at again */
         Rest *rest;                     /* digests held until their names come to rest */
+        Vanished *vanished;             /* names found gone, forgotten after the checks queued with them */
         sd_event_source *dispatch_source;
 
         /* counters for status */

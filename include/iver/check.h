@@ -95,6 +95,15 @@ enum {
          * re-hashes, as kernel IMA re-measures and re-appraises when
          * security.ima is set or removed. */
         IVER_CHECK_SIGNATURE_BOUND = 1 << 0,
+        /* The observation was made now, after every change event read so
+         * far (the caller's statx follows them): a hit, which proves the
+         * content unchanged since its measurement's own statx, also proves
+         * that the writes those events told of came before it, so the
+         * entry's WRITTEN flag is cleared (a writer's close read while the
+         * file was hashed keeps it, checker.c). Not for an observation
+         * made earlier (a walk's statx): a write after it may have set the
+         * flag. */
+        IVER_CHECK_OBSERVED_NOW = 1 << 1,
 };
 
 /* The policy's whole say on one file: the one decision checks, the
@@ -143,6 +152,8 @@ typedef struct IverCheckOutcome {
         bool provisional;
         bool digest_changed;
         bool metadata_only;          /* HIT after a cookie move proven unwritten: new cookie recorded */
+        bool renamed;                /* metadata_only through a new name of the inode's one link (a
+                                      * rename): the entry now holds this name, which is not listed yet */
         bool other_name;             /* HIT through another hard-link name of the inode (the entry keeps one
                                       * name): the digest on record is this name's too, and this name may
                                       * not be listed yet */

@@ -238,6 +238,79 @@ START_TEST(test_invalidate_forces_rehash) {
 }
 END_TEST
 
+static int attest_yes(void *userdata, const IverStat *st) {
+        (void) userdata, (void) st;
+        return 1; /* whole-filesystem tracking, no write seen */
+}
+
+/* A rename moves the cookie (ctime) of an unwritten file: metadata-only, and
+ * the entry takes the new name, so that the old name's vanishing leaves it. */
+START_TEST(test_rename_follows) {
+        IverCheckOutcome o;
+        char other[700];
+        snprintf(other, sizeof(other), "%s/g", dir);
+        iver_context_set_attest(ctx, attest_yes, NULL);
+        put(path, "kept");
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED);
+        ck_assert_int_eq(rename(path, other), 0);
+        ck_assert_int_eq(iver_check(ctx, AT_FDCWD, other, &o), 0);
+        ck_assert_int_eq(o.result, IVER_CHECK_HIT);
+        ck_assert(o.metadata_only);
+        ck_assert(o.renamed);
+        expect_digest_of(&o, "kept");
+        char name[700];
+        iver_cache_path(iver_context_cache(ctx), o.idx, name, sizeof(name));
+        ck_assert_str_eq(name, other);
+        ck_assert_int_eq(check(&o), IVER_CHECK_ERROR); /* the old name: gone */
+        ck_assert_uint_eq(iver_cache_size(iver_context_cache(ctx)), 1);
+        ck_assert_int_eq(iver_check(ctx, AT_FDCWD, other, &o), 0);
+        ck_assert_int_eq(o.result, IVER_CHECK_HIT);
+        ck_assert(!o.renamed);
+        ck_assert_uint_eq(counters()->remeasured, 0);
+        ck_assert_uint_eq(counters()->bytes_hashed, 4); /* "kept", once */
+}
+END_TEST
+
+static IverCheckOutcome begin_flags(unsigned flags) {
+        IverStat st;
+        IverPending p;
+        IverCheckOutcome o;
+        ck_assert_int_eq(iver_context_stat(ctx, AT_FDCWD, path, &st), 0);
+        ck_assert_int_eq(iver_check_begin_stat(ctx, AT_FDCWD, path, &st, IVER_HASH_SHA256, flags, &p, &o), 0);
+        return o;
+}
+
+static bool written(uint32_t idx) {
+        IverEntry e;
+        iver_cache_get(iver_context_cache(ctx), idx, &e);
+        return e.flags & IVER_ENTRY_WRITTEN;
+}
+
+/* A write flag set before an observation made now that hits is cleared (the
+ * write came before the measurement); one made earlier keeps it. */
+START_TEST(test_observed_now_clears_written) {
+        IverCheckOutcome o;
+        IverCache *c = iver_context_cache(ctx);
+        iver_context_set_attest(ctx, attest_yes, NULL);
+        put(path, "w");
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED);
+        iver_cache_update_flags(c, o.idx, IVER_ENTRY_WRITTEN, 0);
+        o = begin_flags(0);
+        ck_assert_int_eq(o.result, IVER_CHECK_HIT);
+        ck_assert(written(o.idx));
+        ck_assert_int_eq(chmod(path, 0600), 0);
+        ck_assert_int_eq(check(&o), IVER_CHECK_MEASURED); /* cookie moved, flag kept: re-hashed */
+        ck_assert_int_eq(o.reason, IVER_REASON_WRITTEN);
+        iver_cache_update_flags(c, o.idx, IVER_ENTRY_WRITTEN, 0);
+        o = begin_flags(IVER_CHECK_OBSERVED_NOW);
+        ck_assert_int_eq(o.result, IVER_CHECK_HIT);
+        ck_assert(!written(o.idx));
+        ck_assert_int_eq(chmod(path, 0644), 0);
+        ck_assert_int_eq(check(&o), IVER_CHECK_HIT); /* cookie moved, no write: metadata-only */
+        ck_assert(o.metadata_only);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("check");
         TCase *tc = tcase_create("auto");
@@ -249,6 +322,8 @@ int main(void) {
         tcase_add_test(tc, test_symlink_target);
         tcase_add_test(tc, test_algo_change_rehashes);
         tcase_add_test(tc, test_invalidate_forces_rehash);
+        tcase_add_test(tc, test_rename_follows);
+        tcase_add_test(tc, test_observed_now_clears_written);
         suite_add_tcase(s, tc);
         tc = tcase_create("coarse");
         tcase_add_checked_fixture(tc, setup_coarse, teardown);
