@@ -20,6 +20,7 @@ static const char *const result_names[_IVER_CHECK_MAX] = {
         [IVER_CHECK_UNSTABLE] = "unstable",
         [IVER_CHECK_NOT_REGULAR] = "not-regular",
         [IVER_CHECK_ERROR] = "error",
+        [IVER_CHECK_DEFERRED] = "deferred",
 };
 
 const char *iver_check_result_to_string(IverCheckResult r) {
@@ -356,6 +357,11 @@ int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pen
         if (m->status == IVER_MEASURE_NOT_REGULAR) {
                 iver_check_forget(ctx, path);
                 out->result = IVER_CHECK_NOT_REGULAR;
+                return 0;
+        }
+        if (m->status == IVER_MEASURE_WRITERS) {
+                /* nothing learnt: what is on record stays as begin found it */
+                out->result = IVER_CHECK_DEFERRED;
                 return 0;
         }
 

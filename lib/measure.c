@@ -33,6 +33,7 @@ static const char *const status_names[_IVER_MEASURE_MAX] = {
         [IVER_MEASURE_PROVISIONAL] = "provisional",
         [IVER_MEASURE_UNSTABLE] = "unstable",
         [IVER_MEASURE_NOT_REGULAR] = "not-regular",
+        [IVER_MEASURE_WRITERS] = "writers",
 };
 
 const char *iver_measure_status_to_string(IverMeasureStatus s) {
@@ -225,6 +226,15 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
         if (may_lease) {
                 if (fcntl(fd, F_SETLEASE, F_RDLCK) == 0)
                         leased = true;
+                else if (errno == EAGAIN && o->defer_writers) {
+                        m->status = IVER_MEASURE_WRITERS;
+                        m->digest = (IverDigest) { .algo = _IVER_HASH_INVALID };
+                        if (pre)
+                                m->st = *pre;
+                        else if ((r = iver_stat_fd(o->statx, fd, want_version, &m->st)) < 0)
+                                return r;
+                        return 1;
+                }
                 /* EAGAIN: open writers or writable mappings; EACCES: not our
                  * file and no CAP_LEASE; EINVAL: fs without leases. All end
                  * in a provisional result. */
@@ -275,7 +285,8 @@ static int measure_fd(int fd, const IverMeasureOptions *opt, bool closing, const
                 (void) iver_stat_fd(o.statx, fd, o.source == IVER_COOKIE_STATX_VERSION, &m.st);
                 m.digest = (IverDigest) { .algo = _IVER_HASH_INVALID };
         }
-        if (r < 0 || m.status == IVER_MEASURE_UNSTABLE || m.status == IVER_MEASURE_NOT_REGULAR)
+        if (r < 0 || m.status == IVER_MEASURE_UNSTABLE || m.status == IVER_MEASURE_NOT_REGULAR ||
+            m.status == IVER_MEASURE_WRITERS)
                 iver_measurement_done(&m); /* no digest: no xattr of its version */
         if (r < 0)
                 return r;

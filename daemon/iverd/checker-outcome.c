@@ -102,7 +102,9 @@ void checker_outcome(House *m, const char *path, const IverCheckOutcome *o, cons
                         return; /* a write in progress: its end is measured */
                 }
                 (void) recheck_add(m->recheck, path); /* a new episode, until it measures stably */
-        } else if (o->result != IVER_CHECK_UNSTABLE && !retry)
+        } else if (o->result == IVER_CHECK_DEFERRED)
+                (void) recheck_add(m->recheck, path); /* until the writer is done, or its last try */
+        else if (o->result != IVER_CHECK_UNSTABLE && !retry)
                 recheck_remove(m->recheck, path);
         switch (o->result) {
         case IVER_CHECK_HIT:

@@ -141,6 +141,10 @@ static bool check_observed(House *m, const char *path, const IverStat *st, int64
         j->opt = iver_check_measure_options(m->ctx, &p);
         /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
         j->opt.read_ima_xattr = dec.flags & IVER_CHECK_SIGNATURE_BOUND;
+        /* a file open for write is looked at when its writer is done (its
+         * close, or the re-checks), not read now: a provisional digest would
+         * be listed only at the last re-check (checker_outcome) */
+        j->opt.defer_writers = !recheck_is_final(m->recheck, path);
         (void) workers_submit_or_follow(m->workers, j); /* another name of an inode being hashed: not again */
         return walked;
 }

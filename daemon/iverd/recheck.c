@@ -159,6 +159,11 @@ bool recheck_retry(Recheck *r, const char *path, int error) {
         }
 }
 
+bool recheck_is_final(const Recheck *r, const char *path) {
+        ssize_t i = find(r, path);
+        return i >= 0 && r->items[i].final;
+}
+
 bool recheck_take_final(Recheck *r, const char *path) {
         ssize_t i = find(r, path);
         if (i < 0 || !r->items[i].final)

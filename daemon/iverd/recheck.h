@@ -31,6 +31,9 @@ bool recheck_retry(Recheck *r, const char *path, int error);
 /* Whether path's last re-check try came back (still provisional): then it
  * leaves the set and its result is listed (true). */
 bool recheck_take_final(Recheck *r, const char *path);
+/* Whether path's last try is under way (recheck_take_final would say so):
+ * its check hashes even a file still open for write. */
+bool recheck_is_final(const Recheck *r, const char *path);
 /* The file measured stably (or vanished): stop re-checking it. */
 void recheck_remove(Recheck *r, const char *path);
 size_t recheck_count(const Recheck *r);

@@ -23,6 +23,8 @@ typedef enum IverCheckResult {
         IVER_CHECK_UNSTABLE,     /* changed throughout hashing; nothing recorded as measured */
         IVER_CHECK_NOT_REGULAR,  /* neither a regular file nor a symlink; never opened */
         IVER_CHECK_ERROR,        /* vanished, unreadable…: errno in the outcome */
+        IVER_CHECK_DEFERRED,     /* open for write, not hashed (IverMeasureOptions.defer_writers): the cache
+                                  * is unchanged; look again when the writer is done */
         _IVER_CHECK_MAX,
         _IVER_CHECK_INVALID = -22,
 } IverCheckResult;

@@ -13,6 +13,7 @@ typedef enum IverMeasureStatus {
         IVER_MEASURE_PROVISIONAL,  /* no lease could be had (open writers, no permission): cookie unmoved, but trust only until next check */
         IVER_MEASURE_UNSTABLE,     /* kept changing through every attempt: no digest */
         IVER_MEASURE_NOT_REGULAR,  /* FIFO, socket, device, directory (symlink for iver_measure): never opened */
+        IVER_MEASURE_WRITERS,      /* open for write, not hashed (IverMeasureOptions.defer_writers): no digest */
         _IVER_MEASURE_MAX,
         _IVER_MEASURE_INVALID = -22,
 } IverMeasureStatus;
@@ -31,6 +32,10 @@ typedef struct IverMeasureOptions {
         int8_t getversion;         /* FS_IOC_GETVERSION where statx has no btime: -1 the fs has none (not
                                     * tried), else tried (iver_cookie_table_getversion) */
         bool read_ima_xattr;       /* also read security.ima from the hashed fd (IverMeasurement.ima_xattr) */
+        bool defer_writers;        /* a file open for write (the read lease refused: EAGAIN) is not hashed:
+                                    * IVER_MEASURE_WRITERS, for a caller that looks again at the writer's
+                                    * close (a provisional digest of a file being written is of no version
+                                    * its writer meant to keep) */
         uint64_t max_size;         /* 0: any; else an attempt whose statx before finds a regular file larger
                                     * ends the measurement with -EFBIG, nothing hashed (it grew since the
                                     * caller's look: the caller may want to hash it elsewhere) */

@@ -13,6 +13,9 @@
 #   final      every file and symlink installed now is listed under its name
 #              with its current digest
 #   violations no violation entry for the tree
+#   hashed     bytes iverd hashed in the step, against the package's size (dpkg
+#              rewrites every file it unpacks: a file is hashed once, not again
+#              at its rename)
 #   verdict    a quote, checked by the Keylime-style verifier (keylime_verify.py)
 #              against the policy from `iverctl policy export --keylime
 #              --from-deb` (v1's; from the upgrade on, v2's with --base v1's,
@@ -120,12 +123,29 @@ PIDS+=($!)
 for _ in $(seq 200); do ctl status >/dev/null 2>&1 && break; sleep 0.05; done
 ctl settle --timeout 60 >/dev/null || die "iverd did not settle"
 
+hashed_bytes() { ctl stats --json >"$W/stats.new" && python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['bytes_hashed'])" "$W/stats.new"; }
+HASHED=$(hashed_bytes)
+mv "$W/stats.new" "$W/stats.old"
+# what the step's hashes were, from the ledger: first measurements, re-hashes (same content, while
+# written: provisional, kept changing: unstable)
+ledger_delta() {
+        python3 - "$W/stats.old" "$W/stats.new" <<'EOF'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+print("    ledger: " + ", ".join(f"{k} +{b[k] - a[k]}" for k in
+      ("first_seen", "remeasured", "unchanged_content", "provisional", "unstable", "metadata_only")))
+EOF
+        mv "$W/stats.new" "$W/stats.old"
+}
+
 # check PKG STEP POLICY EXPECT: one row of the table
 ROWS=()
 check() {
         local pkg=$1 what=$2 pol=$3 expect=$4 t0=$SECONDS verdict row
         ctl settle --timeout 600 >/dev/null || fail "$pkg $what: settle timed out"
-        local settle_s=$((SECONDS - t0))
+        local settle_s=$((SECONDS - t0)) hashed pkg_bytes
+        hashed=$(hashed_bytes)
+        pkg_bytes=$( (du -sb --apparent-size "$T/opt/ivertest-$pkg" 2>/dev/null || echo 0) | cut -f1)
         ctl log --ascii >"$W/list.txt"
         row=$(python3 - "$W/list.txt" "$T" "$T/opt/ivertest-$pkg" <<'EOF'
 import hashlib, os, re, sys
@@ -162,9 +182,12 @@ EOF
         ctl verify "$W/q" --nonce "$nonce" >/dev/null || fail "$pkg $what: the quote does not verify"
         if python3 "$VERIFY" --pcr $PCR --policy "$pol" "$W/run/ascii_runtime_measurements" "$W/q/pcrs.out" \
                 >"$W/kv.out" 2>&1; then verdict=ACCEPTED; else verdict=REJECTED; fi
-        ROWS+=("$(printf '%-16s %-22s %9s %15s %10s  %-9s %5ss' "ivertest-$pkg" "$what" "$n_trans" "$n_ok/$n_files" \
-                "$n_viol" "$verdict" "$settle_s")")
+        ROWS+=("$(printf '%-16s %-22s %9s %15s %10s  %-9s %5ss %9.1f %8.1f' "ivertest-$pkg" "$what" "$n_trans" \
+                "$n_ok/$n_files" "$n_viol" "$verdict" "$settle_s" "$(((hashed - HASHED) / 1000))e-3" \
+                "$((${pkg_bytes:-0} / 1000))e-3")")
+        HASHED=$hashed
         echo "${ROWS[-1]}"
+        ledger_delta
         [ "$n_trans" = 0 ] || fail "$pkg $what: $n_trans transient names in the list"
         [ "$n_ok" = "$n_files" ] || fail "$pkg $what: $((n_files - n_ok)) of $n_files files not listed with their digest"
         [ "$n_viol" = 0 ] || fail "$pkg $what: $n_viol violation entries"
@@ -201,7 +224,8 @@ tamper() { # name: a file changed by hand after the upgrade
 }
 
 step "dpkg: install, upgrade, remove, install again; then a file changed by hand"
-HEAD=$(printf '%-16s %-22s %9s %15s %10s  %-9s %6s' package step transient "final listed" violations verdict settle)
+HEAD=$(printf '%-16s %-22s %9s %15s %10s  %-9s %6s %9s %8s' package step transient "final listed" violations verdict \
+        settle "hashed MB" "pkg MB")
 echo "$HEAD"
 run_pkg small
 run_pkg large
@@ -215,7 +239,9 @@ step "table"
         printf '%s\n' "${ROWS[@]}"
         echo "transient: list names ending in .dpkg-new/.dpkg-tmp/.dpkg-old; final listed: files and symlinks"
         echo "installed now listed with their current sha256 / all of them; verdict: keylime_verify.py with the"
-        echo "--from-deb policy (v1's, then v2's --base v1's) on a quote of PCR $PCR; settle: iverctl settle's wait."
+        echo "--from-deb policy (v1's, then v2's --base v1's) on a quote of PCR $PCR; settle: iverctl settle's wait;"
+        echo "hashed MB: bytes iverd hashed in the step (dpkg writes every file of the version it unpacks, as"
+        echo "NAME.dpkg-new, and renames it: once is the package's size); pkg MB: the package's files now."
 } | tee "$W/table.txt"
 if [ -n "${IVER_EVIDENCE_DIR:-}" ]; then cp "$W/table.txt" "$IVER_EVIDENCE_DIR/dpkg-table.txt"; fi
 echo "  status: violations $(ctl status --json | python3 -c 'import json,sys; print(json.load(sys.stdin).get("violations"))')"

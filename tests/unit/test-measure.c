@@ -268,6 +268,25 @@ START_TEST(test_open_writer_is_provisional) {
 }
 END_TEST
 
+/* defer_writers: a file open for write is not read at all (no digest, no
+ * byte hashed); closed, it is hashed under the lease as usual */
+START_TEST(test_open_writer_deferred) {
+        write_file(path, 1000, 3);
+        int w = open(path, O_WRONLY | O_CLOEXEC);
+        ck_assert_int_ge(w, 0);
+        IverMeasureOptions o = { .algo = IVER_HASH_SHA256, .source = IVER_COOKIE_CTIME, .defer_writers = true };
+        IverMeasurement m;
+        ck_assert_int_eq(iver_measure(AT_FDCWD, path, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_WRITERS);
+        ck_assert_uint_eq(m.bytes_hashed, 0);
+        ck_assert_uint_eq(m.st.size, 1000);
+        close(w);
+        ck_assert_int_eq(iver_measure(AT_FDCWD, path, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_STABLE);
+        ck_assert_uint_eq(m.bytes_hashed, 1000);
+}
+END_TEST
+
 START_TEST(test_sigio_default_no_lease) {
         /* With SIGIO at its default a lease break would kill us: no lease. */
         signal(SIGIO, SIG_DFL);
@@ -360,6 +379,7 @@ int main(void) {
         tcase_add_test(tc, test_ima_xattr_with_measurement);
         tcase_add_test(tc, test_max_size_grown_since_statx);
         tcase_add_test(tc, test_open_writer_is_provisional);
+        tcase_add_test(tc, test_open_writer_deferred);
         tcase_add_test(tc, test_sigio_default_no_lease);
         tcase_add_test(tc, test_writer_during_hash_breaks_lease);
         suite_add_tcase(s, tc);

@@ -1,0 +1,49 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# A file held open for write is not read while it is written: iverd looks at
+# it again when the writer is done (its close) or at its last re-check (~5 s),
+# and only then, the writer still holding it, hashes it without a lease and
+# lists that provisional digest followed by an open_writers violation entry
+# ("measured while open for write"), as it did before it stopped reading the
+# file at every re-check. Checked: no byte of it hashed in the first 1.5 s,
+# then the digest and the violation in the log and in the list within 12 s;
+# after the writer's close, the file's final version listed. Needs root.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib-faults.sh
+source "$here/lib-faults.sh"
+faults_init held-writer
+
+printf 'measure path="%s/tree/**"\n' "$D" >"$D/p.policy"
+IVERD_TPM_ARGS=(--tpm none)
+start_iverd -v
+ctl settle --timeout 30 >/dev/null || die "no settle"
+stat_of() { ctl stats --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+
+exec 3>"$D/tree/w"
+printf 'partial' >&3
+partial=$(sha256sum <"$D/tree/w" | cut -d' ' -f1)
+sleep 1.5
+b=$(stat_of bytes_hashed)
+[[ $b -eq 0 ]] || fail "w was read while its writer held it, before its last re-check ($b bytes hashed)"
+for _ in $(seq 120); do
+        grep -q "Violation on $D/tree/w: open_writers: measured while open for write" "$D/iverd.log" && break
+        sleep 0.1
+done
+grep -q "Measured $D/tree/w sha256:$partial" "$D/iverd.log" ||
+        fail "w, held open for write, was not listed at its last re-check: $(grep "tree/w" "$D/iverd.log")"
+grep -q "Violation on $D/tree/w: open_writers: measured while open for write" "$D/iverd.log" ||
+        fail "no open_writers violation for w"
+ctl log --ascii >"$D/list.txt" || die "iverctl log"
+grep -q "sha256:$partial $D/tree/w\$" "$D/list.txt" || fail "the list has no entry of w's provisional digest"
+grep -E "^10 0{40} ima-ng sha256:0{64} $D/tree/w\$" "$D/list.txt" >/dev/null ||
+        grep -qE " 0{40} .* $D/tree/w\$" "$D/list.txt" || fail "the list has no violation entry for w"
+
+printf ' and the rest' >&3
+exec 3>&-
+final=$(sha256sum <"$D/tree/w" | cut -d' ' -f1)
+for _ in $(seq 100); do grep -q "Measured $D/tree/w sha256:$final" "$D/iverd.log" && break; sleep 0.1; done
+grep -q "Measured $D/tree/w sha256:$final" "$D/iverd.log" || fail "w's final version was not listed after its close"
+stop_iverd
+[[ $FAILS -eq 0 ]] || exit 1
+echo PASS
