@@ -255,6 +255,20 @@ uint64_t iver_cookie_table_fs_magic(const IverCookieTable *t, uint32_t dev) {
         return t->fs[t->last].magic;
 }
 
+bool iver_cookie_table_stores_move(const IverCookieTable *t, uint32_t dev) {
+        IverCookieSource s = iver_cookie_table_peek(t, dev);
+        if (s != IVER_COOKIE_STATX_VERSION && s != IVER_COOKIE_CTIME)
+                return false; /* unknown, or a tick ctime */
+        switch (t->fs[t->last].magic) {
+        case EXT4_SUPER_MAGIC: /* ->page_mkwrite() calls file_update_time() */
+        case XFS_SUPER_MAGIC:
+        case BTRFS_SUPER_MAGIC:
+                return true;
+        default: /* tmpfs has no ->page_mkwrite(): a store through a new mapping of a dirty page moves nothing */
+                return false;
+        }
+}
+
 int iver_cookie_table_getversion(const IverCookieTable *t, uint32_t dev) {
         if (iver_cookie_table_peek(t, dev) < 0)
                 return 0;

@@ -227,9 +227,11 @@ static void on_write(FsTrack *t, TrackedFs *f, uint64_t mask, struct file_handle
                 return;
         bool close_write = mask & FAN_CLOSE_WRITE;
         note_write(t, dev, ino, close_write, name);
-        /* a close after a write: re-hash even if no timestamp moved (stores
-         * through a shared mapping); any write: a later cookie move is content */
-        iver_cache_update_flags(c, idx, IVER_ENTRY_WRITTEN | (close_write ? IVER_ENTRY_STALE : 0), 0);
+        /* any write: a later cookie move is content; a close after a write,
+         * where a store through a shared mapping may move no timestamp:
+         * re-hash whatever the cookie says */
+        bool stale = close_write && !iver_cookie_table_stores_move(iver_context_cookies(t->ctx), dev);
+        iver_cache_update_flags(c, idx, IVER_ENTRY_WRITTEN | (stale ? IVER_ENTRY_STALE : 0), 0);
         char p[IVER_CACHE_PATH_MAX];
         (void) iver_cache_path(c, idx, p, sizeof(p));
         report_check(t->reports, p); /* the queue keeps its own copy */
@@ -317,6 +319,18 @@ static void on_event(FsTrack *t, const struct fanotify_event_metadata *md) {
                 fstrack_dispatch(t, mask, path, md->pid);
 }
 
+/* A writer closed path (the name event of a close): as on_write's close. */
+static void close_written(FsTrack *t, const char *path) {
+        IverCache *c = iver_context_cache(t->ctx);
+        uint32_t idx = iver_cache_find_path(c, path, strlen(path));
+        if (idx == IVER_CACHE_NONE)
+                return;
+        IverEntry e;
+        iver_cache_get(c, idx, &e);
+        if (!iver_cookie_table_stores_move(iver_context_cookies(t->ctx), e.id.dev))
+                iver_cache_update_flags(c, idx, IVER_ENTRY_STALE, 0);
+}
+
 void fstrack_dispatch(FsTrack *t, uint64_t mask, const char *path, int pid) {
         if (mask & FAN_ONDIR) {
                 if (mask & (FAN_MOVED_FROM | FAN_DELETE))
@@ -329,7 +343,7 @@ void fstrack_dispatch(FsTrack *t, uint64_t mask, const char *path, int pid) {
         }
         note_name(t, mask, path, pid);
         if (mask & FAN_CLOSE_WRITE)
-                iver_check_invalidate(t->ctx, path);
+                close_written(t, path);
         /* deletions and moves away: the check sees ENOENT and drops the entry */
         report_check(t->reports, path);
 }

@@ -73,6 +73,15 @@ IverCookieSource iver_cookie_table_source(IverCookieTable *t, uint32_t dev, int 
 IverCookieSource iver_cookie_table_peek(const IverCookieTable *t, uint32_t dev);
 /* statfs magic of a decided filesystem, 0 if unknown. */
 uint64_t iver_cookie_table_fs_magic(const IverCookieTable *t, uint32_t dev);
+/* Whether every change to a file's content on the decided filesystem dev
+ * moves its cookie in the next statx, stores through a shared mapping
+ * included: an exact cookie (the proven inode version, multigrain ctime) on
+ * ext4, xfs or btrfs, whose write faults update the file's times (each new
+ * mapping's first store to a page, also to a page still dirty from an earlier
+ * one; checked on this kernel). Then a writer's close tells nothing a cookie
+ * does not (kernel IMA's last-writer check with i_version); elsewhere (tmpfs)
+ * it must re-hash the file. False for an undecided dev. */
+bool iver_cookie_table_stores_move(const IverCookieTable *t, uint32_t dev);
 /* FS_IOC_GETVERSION on a decided filesystem (probed once on a directory):
  * 1 works, -1 not supported (ENOTTY, EOPNOTSUPP, EINVAL), 0 unknown. */
 int iver_cookie_table_getversion(const IverCookieTable *t, uint32_t dev);

@@ -95,6 +95,37 @@ static int do_mmap(const char *path, bool load_first) {
         return r;
 }
 
+/* A store through a mapping, left dirty in the page cache (no msync). */
+static int store_unsynced(const char *path, size_t off, bool load_first) {
+        int fd = open(path, O_RDWR | O_CLOEXEC), r = 0;
+        if (fd < 0)
+                return -errno;
+        uint8_t *p = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED)
+                r = -errno;
+        else {
+                if (load_first)
+                        p[off] ^= 0x5a;
+                else
+                        p[off] = 0x5a;
+                munmap(p, FILE_SIZE);
+        }
+        close(fd);
+        return r;
+}
+
+/* The page is dirty from a mapping made before the measurement; a new
+ * mapping reads and stores to it, with no msync: the store faults
+ * (->page_mkwrite) even though the page is dirty, and moves the times
+ * (iver_cookie_table_stores_move relies on it). */
+static int op_mmap_dirty_setup(const char *path, Row *row) {
+        return store_unsynced(path, 12345, false);
+}
+
+static int op_mmap_dirty(const char *path, Row *row) {
+        return store_unsynced(path, 12346, true);
+}
+
 static int op_mmap(const char *path, Row *row) {
         return do_mmap(path, false);
 }
@@ -297,6 +328,7 @@ const Op ops[] = {
          * store after it faults no more and no timestamp ever moves. No
          * cookie can see that; only a close-after-write trigger can. */
         { "mmap-load+store+msync", NULL,              op_mmap_rmw,     EXP_REHASH, L_CONTENT, "tmpfs" },
+        { "mmap-store-dirty-page", op_mmap_dirty_setup, op_mmap_dirty, EXP_REHASH, L_CONTENT, "tmpfs" },
         { "O_DIRECT-write",        NULL,              op_odirect,      EXP_REHASH, L_CONTENT, NULL },
         { "truncate-shrink",       NULL,              op_trunc_shrink, EXP_REHASH, L_CONTENT, NULL },
         { "truncate-extend",       NULL,              op_trunc_extend, EXP_REHASH, L_CONTENT, NULL },
