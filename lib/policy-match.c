@@ -286,6 +286,56 @@ bool iver_policy_may_match_child(const IverPolicy *p, IverPolicyClass class, con
         return false;
 }
 
+bool iver_policy_may_match_children(const IverPolicy *p, IverPolicyClass class, const char *dir, size_t len) {
+        if (!p || class < 0 || class >= _IVER_CLASS_MAX)
+                return false;
+        while (len > 1 && dir[len - 1] == '/')
+                len--;
+        for (size_t i = 0; i < p->n_rules; i++) {
+                const IverRule *r = &p->rules[i];
+                if (iver_policy_action_class(r->action) != class || !iver_policy_action_is_positive(r->action))
+                        continue;
+                if (!(r->set & (1u << COND_PATH)) || glob_covers_below(&r->path, (const uint8_t *) dir, len))
+                        return true;
+        }
+        return false;
+}
+
+/* A positive rule on node n whose pattern matches path (attributes aside). */
+static bool path_scan(const IverPolicy *p, const TrieNode *n, const uint8_t *path, size_t len) {
+        for (uint32_t k = 0; k < n->n_rules; k++) {
+                const IverRule *r = &p->rules[n->rules[k]];
+                if (iver_policy_action_is_positive(r->action) &&
+                    (!(r->set & (1u << COND_PATH)) || glob_match(&r->path, path, len)))
+                        return true;
+        }
+        return false;
+}
+
+bool iver_policy_may_match_path(const IverPolicy *p, IverPolicyClass class, const char *path, size_t len) {
+        const uint8_t *s = (const uint8_t *) path;
+        if (!p || class < 0 || class >= _IVER_CLASS_MAX)
+                return false;
+        while (len > 1 && s[len - 1] == '/')
+                len--;
+        /* the nodes iver_policy_match() looks at: the rules that may match */
+        const Trie *t = &p->tries[class];
+        uint32_t node = 0;
+        if (path_scan(p, &t->nodes[0], s, len))
+                return true;
+        for (size_t pos = 1; pos < len;) {
+                const uint8_t *slash = memchr(s + pos, '/', len - pos);
+                size_t end = slash ? (size_t) (slash - s) : len;
+                node = child_find(t, node, s + pos, end - pos);
+                if (node == NONE)
+                        break;
+                if (path_scan(p, &t->nodes[node], s, len))
+                        return true;
+                pos = end + 1;
+        }
+        return false;
+}
+
 bool iver_policy_may_match_below(const IverPolicy *p, IverPolicyClass class, const char *dir, size_t len) {
         const uint8_t *s = (const uint8_t *) dir;
         uint32_t best_pos = NONE, best_cover = NONE, node = 0;

@@ -60,11 +60,25 @@ static bool on_report_dir_wanted(void *userdata, const char *dir) {
         return manager_dir_wanted(userdata, dir);
 }
 
-static bool on_report_dir_files(void *userdata, const char *dir) {
+static DirFiles on_report_dir_files(void *userdata, const char *dir) {
         const Manager *m = userdata;
+        const IverPolicy *p = m->h.gen->policy;
         size_t len = strlen(dir);
-        return iver_policy_may_match_child(m->h.gen->policy, IVER_CLASS_MEASURE, dir, len) ||
-               iver_policy_may_match_child(m->h.gen->policy, IVER_CLASS_APPRAISE, dir, len);
+        if (iver_policy_may_match_children(p, IVER_CLASS_MEASURE, dir, len) ||
+            iver_policy_may_match_children(p, IVER_CLASS_APPRAISE, dir, len))
+                return DIR_FILES_ALL;
+        return iver_policy_may_match_child(p, IVER_CLASS_MEASURE, dir, len) ||
+                               iver_policy_may_match_child(p, IVER_CLASS_APPRAISE, dir, len)
+                       ? DIR_FILES_SOME
+                       : DIR_FILES_NONE;
+}
+
+static bool on_report_file_wanted(void *userdata, const char *path) {
+        const Manager *m = userdata;
+        const IverPolicy *p = m->h.gen->policy;
+        size_t len = strlen(path);
+        return iver_policy_may_match_path(p, IVER_CLASS_MEASURE, path, len) ||
+               iver_policy_may_match_path(p, IVER_CLASS_APPRAISE, path, len);
 }
 
 static void on_report_new_dir(void *userdata, const char *dir) {
@@ -130,6 +144,7 @@ static void reports_init(Manager *m) {
                 .rescan = on_report_rescan,
                 .dir_wanted = on_report_dir_wanted,
                 .dir_files = on_report_dir_files,
+                .file_wanted = on_report_file_wanted,
                 .new_dir = on_report_new_dir,
                 .changed_below = on_report_changed_below,
                 .forget_below = on_report_forget_below,

@@ -5,6 +5,15 @@
 
 #include "iver/stat.h"
 
+/* Which files directly in a directory may be measured, by their paths (the
+ * dir_files report): none (the directory is only on the way to measured
+ * ones), some (ask per name: file_wanted), all. */
+typedef enum DirFiles {
+        DIR_FILES_NONE,
+        DIR_FILES_SOME,
+        DIR_FILES_ALL,
+} DirFiles;
+
 /* What a component reports to the one that wired it (the manager): outcomes,
  * not actions. A component gets this at construction, with the event loop
  * and the context it needs, and never includes manager.h: the manager alone
@@ -20,9 +29,11 @@ typedef struct Reports {
         /* the policy's question for walker and watchers: may anything below
          * dir be measured? */
         bool (*dir_wanted)(void *userdata, const char *dir);
-        /* and may a file directly in dir be measured? (false: dir is only
-         * on the way to what is, an ancestor) */
-        bool (*dir_files)(void *userdata, const char *dir);
+        /* and which files directly in dir may be measured? */
+        DirFiles (*dir_files)(void *userdata, const char *dir);
+        /* may the file path (in a DIR_FILES_SOME directory) be measured, by
+         * its path alone? (false: a walk need not look at it) */
+        bool (*file_wanted)(void *userdata, const char *path);
         /* a directory appeared (created, moved in): walk it if the policy
          * may measure something below it */
         void (*new_dir)(void *userdata, const char *dir);
@@ -62,8 +73,11 @@ static inline void report_rescan(const Reports *r) {
 static inline bool report_dir_wanted(const Reports *r, const char *dir) {
         return r && r->dir_wanted ? r->dir_wanted(r->userdata, dir) : true;
 }
-static inline bool report_dir_files(const Reports *r, const char *dir) {
-        return r && r->dir_files ? r->dir_files(r->userdata, dir) : true;
+static inline DirFiles report_dir_files(const Reports *r, const char *dir) {
+        return r && r->dir_files ? r->dir_files(r->userdata, dir) : DIR_FILES_ALL;
+}
+static inline bool report_file_wanted(const Reports *r, const char *path) {
+        return r && r->file_wanted ? r->file_wanted(r->userdata, path) : true;
 }
 static inline void report_new_dir(const Reports *r, const char *dir) {
         if (r && r->new_dir)

@@ -32,7 +32,7 @@ struct Walk {
         Dir *todo;            /* stack of directories still to read */
         DIR *cur;
         char *cur_path;
-        bool cur_files;                /* a file directly in cur may be measured (not only an ancestor) */
+        DirFiles cur_files;            /* which files directly in cur may be measured (none: an ancestor) */
         sd_event_source *source;
         uint64_t files;
         uint64_t dirs_done, dirs_todo; /* for the progress estimate */
@@ -221,6 +221,15 @@ static int open_next(Walk *w) {
         return 1;
 }
 
+/* Whether the policy may measure name, in the directory being read, by its
+ * path alone (a path too long to build here: yes, the check decides). */
+static bool file_wanted(Walk *w, const char *name) {
+        char p[PATH_MAX];
+        size_t a = strlen(w->cur_path);
+        int n = snprintf(p, sizeof(p), "%s%s%s", w->cur_path, a > 0 && w->cur_path[a - 1] == '/' ? "" : "/", name);
+        return n < 0 || (size_t) n >= sizeof(p) || report_file_wanted(w->reports, p);
+}
+
 /* One entry of the directory being read: a directory to walk, a file for
  * the statx batch; symlinks are measured by their target string, never
  * followed; FIFOs, sockets, devices: never measured. */
@@ -240,9 +249,12 @@ static int entry(Walk *w, const struct dirent *de) {
                         return log_error_errno(-ENOMEM, "Out of memory while walking");
                 if (report_dir_wanted(w->reports, p))
                         (void) push(w, p);
-        } else if (w->cur_files && (type == DT_REG || type == DT_LNK || type == DT_UNKNOWN)) {
+        } else if (w->cur_files != DIR_FILES_NONE && (type == DT_REG || type == DT_LNK || type == DT_UNKNOWN)) {
                 /* (a directory only on the way to measured ones: its files
-                 * are never looked at, as its watch ignores them) */
+                 * are never looked at, as its watch ignores them; nor is a
+                 * name no rule can match, /usr/lib/x.py under **.so*) */
+                if (w->cur_files == DIR_FILES_SOME && !file_wanted(w, de->d_name))
+                        return 0;
                 w->files++;
                 /* the statx on a worker, the rest when it is back */
                 if (batch_add(w, de->d_name) < 0) {

@@ -204,7 +204,7 @@ void watch_add_fd(Watch *w, int dirfd, const char *dir) {
         bool via_fd = dirfd >= 0 && strlen(dir) >= PATH_MAX;
         if (via_fd)
                 snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dirfd);
-        bool ancestor = !report_dir_files(w->reports, dir);
+        bool ancestor = report_dir_files(w->reports, dir) == DIR_FILES_NONE;
         int wd = (long) w->n < w->budget ? inotify_add_watch(w->fd, via_fd ? proc : dir, ancestor ? ANCESTOR_MASK : WATCH_MASK)
                                          : (errno = ENOSPC, -1);
         if (wd < 0) {

@@ -210,6 +210,18 @@ bool iver_policy_may_match_below(const IverPolicy *p, IverPolicyClass class,
  * what is measured (an ancestor); its own files never are. Conservative. */
 bool iver_policy_may_match_child(const IverPolicy *p, IverPolicyClass class, const char *dir, size_t len);
 
+/* Whether every file directly in directory dir could be decided positively
+ * for class by its path alone: a positive rule whose pattern covers all
+ * below dir, or has none. Then a walker need not ask per name
+ * (iver_policy_may_match_path). */
+bool iver_policy_may_match_children(const IverPolicy *p, IverPolicyClass class, const char *dir, size_t len);
+
+/* Whether the file path could be decided positively for class, whatever its
+ * attributes (a positive rule whose pattern matches it, or which has none).
+ * false: no look at the file can make it measured or appraised, so a walker
+ * need not statx it. Conservative: dont_ rules are not considered. */
+bool iver_policy_may_match_path(const IverPolicy *p, IverPolicyClass class, const char *path, size_t len);
+
 /* Whether a measure or appraise rule names func=open (FILE_CHECK): then
  * on-access must see opens even with OnAccess=exec. */
 bool iver_policy_wants_opens(const IverPolicy *p);

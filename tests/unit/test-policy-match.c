@@ -168,6 +168,40 @@ START_TEST(test_may_match_child) {
 }
 END_TEST
 
+/* The walk's per-name query: a file no positive rule's pattern can match
+ * is not looked at; a directory whose files all may match needs no query. */
+START_TEST(test_may_match_path) {
+        IverPolicy *p = load_ok(
+                "dont_measure path=/usr/lib/skip/**\n"
+                "measure path=/usr/lib/**.so*\n"
+                "measure path=/usr/bin/** fowner=0\n"
+                "appraise path=/boot/vmlinuz*\n");
+#define PATHQ(path, expect) ck_assert_msg(iver_policy_may_match_path(p, IVER_CLASS_MEASURE, path, strlen(path)) == (expect), \
+                                         "may_match_path(%s) should be %s", path, (expect) ? "true" : "false")
+#define ALL(dir, expect) ck_assert_msg(iver_policy_may_match_children(p, IVER_CLASS_MEASURE, dir, strlen(dir)) == (expect), \
+                                       "may_match_children(%s) should be %s", dir, (expect) ? "true" : "false")
+        PATHQ("/usr/lib/libc.so.6", true);
+        PATHQ("/usr/lib/x/y/libz.so", true);
+        PATHQ("/usr/lib/python3/os.py", false);
+        PATHQ("/usr/lib/skip/a.so", true);  /* conservative: dont_ rules are not looked at */
+        PATHQ("/usr/bin/ls", true);         /* whatever its owner */
+        PATHQ("/usr/share/doc/x", false);
+        PATHQ("/boot/vmlinuz-6.1", false);  /* another class */
+        ck_assert(iver_policy_may_match_path(p, IVER_CLASS_APPRAISE, "/boot/vmlinuz-6.1", 17));
+        ALL("/usr/lib", false);
+        ALL("/usr/bin", true);
+        ALL("/usr/bin/sub", true);
+        ALL("/usr", false);
+#undef PATHQ
+#undef ALL
+        iver_policy_free(p);
+        p = load_ok("measure func=exec\n");
+        ck_assert(iver_policy_may_match_children(p, IVER_CLASS_MEASURE, "/anything", 9));
+        ck_assert(iver_policy_may_match_path(p, IVER_CLASS_MEASURE, "/anything/x", 11));
+        iver_policy_free(p);
+}
+END_TEST
+
 /* ---- the index against a plain scan ---- */
 /* Random policies over a small alphabet of components and wildcards, random
  * paths over a small alphabet of names: collisions are frequent. */
@@ -236,7 +270,18 @@ START_TEST(test_index_equals_linear_scan) {
                                         s == dir ? (void) (dir[1] = 0) : (void) (*s = 0);
                                         ck_assert_msg(iver_policy_may_match_child(p, (IverPolicyClass) c, dir, strlen(dir)),
                                                       "%s decided by rule %zu but %s said no file of it\n%s", path, dec.rule, dir, text);
+                                        /* nor the walk's per-name query */
+                                        ck_assert_msg(iver_policy_may_match_path(p, (IverPolicyClass) c, path, strlen(path)),
+                                                      "%s decided by rule %zu but may_match_path said no\n%s", path, dec.rule, text);
                                 }
+                                /* a directory said to have every file wanted: this one is */
+                                char dir[256];
+                                strcpy(dir, path);
+                                char *sl = strrchr(dir, '/');
+                                sl == dir ? (void) (dir[1] = 0) : (void) (*sl = 0);
+                                if (iver_policy_may_match_children(p, (IverPolicyClass) c, dir, strlen(dir)))
+                                        ck_assert_msg(iver_policy_may_match_path(p, (IverPolicyClass) c, path, strlen(path)),
+                                                      "%s: every file of %s may match, but not by path\n%s", path, dir, text);
                         }
                 }
                 iver_policy_free(p);
@@ -296,6 +341,7 @@ int main(void) {
         tcase_add_test(tc, test_glob_semantics);
         tcase_add_test(tc, test_may_match_below);
         tcase_add_test(tc, test_may_match_child);
+        tcase_add_test(tc, test_may_match_path);
         tcase_add_test(tc, test_index_equals_linear_scan);
         tcase_add_test(tc, test_decide);
         suite_add_tcase(s, tc);
