@@ -387,8 +387,8 @@ def findings(R):
                      f"CPU ({sc['rescan_cpu'] / sc['files'] * 1e6:.1f} µs per file); `find -printf '%s'` (readdir + "
                      f"stat) needs {sc['find_cpu']:.2f} s ({sc['find_cpu'] / sc['files'] * 1e6:.1f} µs per file).")
     dk = next((x for x in R["results"] if x.get("disk_initial_s")), None)
-    F.append("The measurement list is written with group commit: staged entries go out in one write when 1,000 "
-             "are staged or 25 ms after the first, and a sync thread makes everything written meanwhile durable "
+    F.append("The measurement list is written with group commit: staged entries go out in one write when 256 "
+             "are staged, 25 ms after the first, or at once when nothing more is coming, and a sync thread makes everything written meanwhile durable "
              "with one fdatasync before any of it is extended (also with `--tpm none`); the event loop never waits "
              "for the disk. The list lives in that file only: the daemon keeps a dedup index of 8-byte slots, no "
              "copy of the entries. The runs here put the runtime directory on tmpfs, as /run is"
