@@ -193,6 +193,32 @@ bool iver_policy_uses_subject(const IverPolicy *p) {
         return false;
 }
 
+/* The trie nodes along a path, the root first: the nodes whose rules may
+ * match it or reach below it. node is NONE once the path left the trie. */
+typedef struct TriePath {
+        const Trie *t;
+        const uint8_t *s;
+        size_t len, pos;
+        uint32_t node;
+} TriePath;
+
+static const TrieNode *trie_path_first(TriePath *it, const Trie *t, const uint8_t *s, size_t len) {
+        *it = (TriePath) { .t = t, .s = s, .len = len, .pos = 1, .node = 0 };
+        return &t->nodes[0];
+}
+
+static const TrieNode *trie_path_next(TriePath *it) {
+        if (it->pos >= it->len)
+                return NULL;
+        const uint8_t *slash = memchr(it->s + it->pos, '/', it->len - it->pos);
+        size_t end = slash ? (size_t) (slash - it->s) : it->len;
+        it->node = child_find(it->t, it->node, it->s + it->pos, end - it->pos);
+        if (it->node == NONE)
+                return NULL;
+        it->pos = end + 1;
+        return &it->t->nodes[it->node];
+}
+
 static uint32_t scan_list(const IverPolicy *p, const TrieNode *n, const uint8_t *path, size_t len,
                           const IverFileAttr *attr, uint32_t best) {
         for (uint32_t k = 0; k < n->n_rules; k++) {
@@ -228,18 +254,9 @@ int iver_policy_match(const IverPolicy *p, IverPolicyClass class,
         while (len > 1 && s[len - 1] == '/')
                 len--;
 
-        const Trie *t = &p->tries[class];
-        uint32_t node = 0;
-        best = scan_list(p, &t->nodes[0], s, len, attr, best);
-        for (size_t pos = 1; pos < len; ) {
-                const uint8_t *slash = memchr(s + pos, '/', len - pos);
-                size_t end = slash ? (size_t) (slash - s) : len;
-                node = child_find(t, node, s + pos, end - pos);
-                if (node == NONE)
-                        break;
-                best = scan_list(p, &t->nodes[node], s, len, attr, best);
-                pos = end + 1;
-        }
+        TriePath it;
+        for (const TrieNode *n = trie_path_first(&it, &p->tries[class], s, len); n; n = trie_path_next(&it))
+                best = scan_list(p, n, s, len, attr, best);
         if (best == NONE)
                 return 0;
 
@@ -271,7 +288,10 @@ static void below_scan(const IverPolicy *p, const TrieNode *n, const uint8_t *di
         }
 }
 
-bool iver_policy_may_match_child(const IverPolicy *p, IverPolicyClass class, const char *dir, size_t len) {
+/* A positive rule of class without a pattern, or whose pattern passes test
+ * on directory dir. */
+static bool any_positive(const IverPolicy *p, IverPolicyClass class, const char *dir, size_t len,
+                         bool (*test)(const Glob *g, const uint8_t *dir, size_t len)) {
         if (!p || class < 0 || class >= _IVER_CLASS_MAX)
                 return false;
         while (len > 1 && dir[len - 1] == '/')
@@ -280,25 +300,18 @@ bool iver_policy_may_match_child(const IverPolicy *p, IverPolicyClass class, con
                 const IverRule *r = &p->rules[i];
                 if (iver_policy_action_class(r->action) != class || !iver_policy_action_is_positive(r->action))
                         continue;
-                if (!(r->set & (1u << COND_PATH)) || glob_may_match_child(&r->path, (const uint8_t *) dir, len))
+                if (!(r->set & (1u << COND_PATH)) || test(&r->path, (const uint8_t *) dir, len))
                         return true;
         }
         return false;
 }
 
+bool iver_policy_may_match_child(const IverPolicy *p, IverPolicyClass class, const char *dir, size_t len) {
+        return any_positive(p, class, dir, len, glob_may_match_child);
+}
+
 bool iver_policy_may_match_children(const IverPolicy *p, IverPolicyClass class, const char *dir, size_t len) {
-        if (!p || class < 0 || class >= _IVER_CLASS_MAX)
-                return false;
-        while (len > 1 && dir[len - 1] == '/')
-                len--;
-        for (size_t i = 0; i < p->n_rules; i++) {
-                const IverRule *r = &p->rules[i];
-                if (iver_policy_action_class(r->action) != class || !iver_policy_action_is_positive(r->action))
-                        continue;
-                if (!(r->set & (1u << COND_PATH)) || glob_covers_below(&r->path, (const uint8_t *) dir, len))
-                        return true;
-        }
-        return false;
+        return any_positive(p, class, dir, len, glob_covers_below);
 }
 
 /* A positive rule on node n whose pattern matches path (attributes aside). */
@@ -319,26 +332,16 @@ bool iver_policy_may_match_path(const IverPolicy *p, IverPolicyClass class, cons
         while (len > 1 && s[len - 1] == '/')
                 len--;
         /* the nodes iver_policy_match() looks at: the rules that may match */
-        const Trie *t = &p->tries[class];
-        uint32_t node = 0;
-        if (path_scan(p, &t->nodes[0], s, len))
-                return true;
-        for (size_t pos = 1; pos < len;) {
-                const uint8_t *slash = memchr(s + pos, '/', len - pos);
-                size_t end = slash ? (size_t) (slash - s) : len;
-                node = child_find(t, node, s + pos, end - pos);
-                if (node == NONE)
-                        break;
-                if (path_scan(p, &t->nodes[node], s, len))
+        TriePath it;
+        for (const TrieNode *n = trie_path_first(&it, &p->tries[class], s, len); n; n = trie_path_next(&it))
+                if (path_scan(p, n, s, len))
                         return true;
-                pos = end + 1;
-        }
         return false;
 }
 
 bool iver_policy_may_match_below(const IverPolicy *p, IverPolicyClass class, const char *dir, size_t len) {
         const uint8_t *s = (const uint8_t *) dir;
-        uint32_t best_pos = NONE, best_cover = NONE, node = 0;
+        uint32_t best_pos = NONE, best_cover = NONE;
 
         if (!p || class < 0 || class >= _IVER_CLASS_MAX)
                 return false;
@@ -348,17 +351,10 @@ bool iver_policy_may_match_below(const IverPolicy *p, IverPolicyClass class, con
 
         /* Rules on the nodes dir walks through may reach below it: check each.
          * Rules hanging below dir's own node reach below it by construction. */
-        below_scan(p, &t->nodes[0], s, len, &best_pos, &best_cover);
-        for (size_t pos = 1; pos < len; ) {
-                const uint8_t *slash = memchr(s + pos, '/', len - pos);
-                size_t end = slash ? (size_t) (slash - s) : len;
-                node = child_find(t, node, s + pos, end - pos);
-                if (node == NONE)
-                        break;
-                below_scan(p, &t->nodes[node], s, len, &best_pos, &best_cover);
-                pos = end + 1;
-        }
-        if (node != NONE && t->nodes[node].min_pos_kids < best_pos)
-                best_pos = t->nodes[node].min_pos_kids;
+        TriePath it;
+        for (const TrieNode *n = trie_path_first(&it, t, s, len); n; n = trie_path_next(&it))
+                below_scan(p, n, s, len, &best_pos, &best_cover);
+        if (it.node != NONE && t->nodes[it.node].min_pos_kids < best_pos)
+                best_pos = t->nodes[it.node].min_pos_kids;
         return best_pos < best_cover;
 }
