@@ -10,8 +10,7 @@
 #include "control.h"
 #include "evidence.h"
 #include "log.h"
-#include "manager.h"
-#include "manager-internal.h"
+#include "manager-internal.h" /* manager.h: this is the manager's own file */
 #include "recheck.h"
 #include "rest.h"
 #include "thread.h"

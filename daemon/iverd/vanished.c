@@ -8,8 +8,7 @@
 
 typedef struct Gone {
         char *path;
-        uint32_t dev;
-        uint64_t ino;
+        IverIdentity id;        /* of the entry the name held: a new file under it keeps its own */
 } Gone;
 
 struct Vanished {
@@ -36,7 +35,7 @@ static void forget(IverCache *c, const Gone *g) {
                 return; /* renamed: the new name took the entry */
         IverEntry e;
         iver_cache_get(c, idx, &e);
-        if (e.id.dev == g->dev && e.id.ino == g->ino)
+        if (e.id.dev == g->id.dev && e.id.ino == g->id.ino && e.id.gen == g->id.gen)
                 iver_cache_remove(c, idx);
 }
 
@@ -47,7 +46,7 @@ void vanished_add(Vanished *v, IverContext *ctx, const char *path) {
                 return; /* nothing on record: the usual gone name */
         IverEntry e;
         iver_cache_get(c, idx, &e);
-        Gone g = { .path = strdup(path), .dev = e.id.dev, .ino = e.id.ino };
+        Gone g = { .path = strdup(path), .id = e.id };
         if (!g.path || v->n == VANISHED_MAX) {
                 if (!g.path) { /* no memory to wait: forget now, as before */
                         iver_cache_remove(c, idx);

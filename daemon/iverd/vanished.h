@@ -9,8 +9,8 @@
  * forget of the old name leaves it and nothing is hashed again (dpkg's
  * NAME.dpkg-new → NAME). What was moved out of every measured tree, or
  * deleted, is forgotten as before, a little later. The entry is remembered
- * by identity: a new file measured under the old name meanwhile keeps its
- * entry. At most VANISHED_MAX names wait: one more forgets them all now. */
+ * by identity (device, inode, generation): a new file measured under the old
+ * name meanwhile keeps its entry, also one that reuses the inode number. At most VANISHED_MAX names wait: one more forgets them all now. */
 typedef struct Vanished Vanished;
 
 #define VANISHED_MAX 1024
