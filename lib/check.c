@@ -253,6 +253,7 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
                 .idx = idx,
                 .same_file = same,
                 .iverd_rehash = true,
+                .use = flags & IVER_CHECK_USE,
                 .algo = algo,
                 .reason = reason,
         };
@@ -320,6 +321,18 @@ static uint32_t finish_find_prev(const IverContext *ctx, const IverStat *st, con
         return prev;
 }
 
+/* Whether the name no longer holds the file hashed (st): renamed away, or
+ * replaced, while it was hashed. A relative name cannot be told (false). */
+static bool name_moved_on(IverContext *ctx, const char *path, const IverStat *st) {
+        IverStat now;
+        if (path[0] != '/')
+                return false;
+        int r = iver_context_stat(ctx, AT_FDCWD, path, &now);
+        if (r < 0)
+                return r == -ENOENT || r == -ENOTDIR;
+        return now.dev != st->dev || now.ino != st->ino || (now.has_btime && st->has_btime && now.gen != st->gen);
+}
+
 /* The cache entry that records this measurement. */
 static IverEntry finish_entry(const IverPending *pending, const IverMeasurement *m, const IverCookie *cookie,
                               uint32_t shadow_atime, uint32_t shadow_mtime) {
@@ -378,6 +391,18 @@ int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pen
         bool have_digest = m->status == IVER_MEASURE_STABLE || m->status == IVER_MEASURE_PROVISIONAL;
         if (have_digest && (old.flags & IVER_ENTRY_MEASURED) && old.digest.algo == m->digest.algo)
                 changed = !iver_digest_equal(&old.digest, &m->digest);
+
+        /* Two checks of one inode by two names, the old name's hash came back
+         * last: the entry keeps the name that holds the file (one statx, only
+         * when the inode's entry holds another name). */
+        if (!pending->use && prev == by_inode && by_inode != IVER_CACHE_NONE && by_inode != by_path &&
+            name_moved_on(ctx, path, st)) {
+                iver_ledger_account(ctx->ledger, &v, st->size, changed, m->bytes_hashed, (uint64_t) m->cpu_ns, path);
+                out->result = IVER_CHECK_ERROR;
+                out->error = -ENOENT;
+                out->bytes_hashed = m->bytes_hashed;
+                return -ENOENT;
+        }
 
         IverCookie cookie = iver_cookie_from_stat(pending->source, st);
         IverEntry e = finish_entry(pending, m, &cookie, sa, sm);

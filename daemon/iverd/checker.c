@@ -361,7 +361,7 @@ int checker_use(House *m, int fd, const char *path, bool exec, int pid, uint64_t
         const IverPolicyDecision *d = u->measure ? &u->d : NULL;
         if (open_for_write(fd) && path[0] == '/')
                 use_open_writers(m, path, exec, d, u->algo);
-        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, dec.algo, dec.flags, &p, &o);
+        r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, dec.algo, dec.flags | IVER_CHECK_USE, &p, &o);
         if (r <= 0) {
                 checker_outcome(m, path, &o, &dec, NULL, 0, true);
                 (void) evidence_commit(m->evidence); /* the use goes on: what it runs is on disk */

@@ -106,6 +106,14 @@ enum {
          * made earlier (a walk's statx): a write after it may have set the
          * flag. */
         IVER_CHECK_OBSERVED_NOW = 1 << 1,
+        /* The observation is of an open file being used (an on-access
+         * event's fd, the path its name at the use): the measurement is
+         * recorded under that name, whatever became of the name while the
+         * file was hashed, as kernel IMA lists a file under the name it was
+         * used by. Without it, a name that no longer holds the file when its
+         * hash comes back does not take the inode's record from the name
+         * that does (iver_check_finish). */
+        IVER_CHECK_USE = 1 << 2,
 };
 
 /* The policy's whole say on one file: the one decision checks, the
@@ -142,6 +150,7 @@ typedef struct IverPending {
         uint32_t idx;                /* cache entry found (by inode, else by path) or NONE */
         bool same_file;              /* idx is this very file (dev, ino, gen) */
         bool iverd_rehash;
+        bool use;                    /* IVER_CHECK_USE */
         IverHashAlgo algo;
         int reason;                  /* IverCheckReason: why begin asked for a hash */
 } IverPending;
@@ -195,7 +204,11 @@ bool iver_check_peek(const IverContext *ctx, const IverStat *st, IverHashAlgo al
 IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const IverPending *pending);
 
 /* Finish with the measurement (r: iver_measure's return). Records the digest
- * under the observation it was computed under, updates the ledger. */
+ * under the observation it was computed under, updates the ledger. A name
+ * that no longer holds the file hashed, while the inode's entry holds
+ * another (renamed while hashed: the check of the new name came back
+ * first), records nothing: IVER_CHECK_ERROR, -ENOENT, as if it had been
+ * found gone (the bytes hashed are counted). Not for IVER_CHECK_USE. */
 int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pending, int r,
                       const IverMeasurement *m, IverCheckOutcome *out);
 

@@ -271,6 +271,58 @@ START_TEST(test_rename_follows) {
 }
 END_TEST
 
+/* Begin a check of name p that needs a hash, and hash it: the pending
+ * measurement, finished later by the caller. */
+static void hashed(const char *p, unsigned flags, IverPending *pend, IverMeasurement *m) {
+        IverStat st;
+        IverCheckOutcome o;
+        ck_assert_int_eq(iver_context_stat(ctx, AT_FDCWD, p, &st), 0);
+        ck_assert_int_eq(iver_check_begin_stat(ctx, AT_FDCWD, p, &st, IVER_HASH_SHA256, flags, pend, &o), 1);
+        IverMeasureOptions mo = iver_check_measure_options(ctx, pend);
+        ck_assert_int_eq(iver_measure(AT_FDCWD, p, &mo, m), 0);
+}
+
+/* NAME.tmp written and hashed; renamed over NAME while hashed; NAME's own
+ * hash comes back first, the temporary name's last: the entry keeps NAME
+ * (the old name's outcome records nothing, as if found gone), and a check
+ * of NAME hits. A use's outcome (IVER_CHECK_USE) is recorded under its name. */
+START_TEST(test_late_outcome_of_old_name) {
+        IverCheckOutcome o;
+        IverPending pt, pn;
+        IverMeasurement mt, mn;
+        char final[700], name[700];
+        snprintf(final, sizeof(final), "%s/final", dir);
+        put(path, "new version");
+        hashed(path, 0, &pt, &mt);          /* the temporary name's job */
+        ck_assert_int_eq(rename(path, final), 0);
+        hashed(final, 0, &pn, &mn);         /* the final name's job */
+        ck_assert_int_eq(iver_check_finish(ctx, final, &pn, 0, &mn, &o), 0);
+        ck_assert_int_eq(o.result, IVER_CHECK_MEASURED);
+        ck_assert_int_eq(iver_check_finish(ctx, path, &pt, 0, &mt, &o), -ENOENT);
+        ck_assert_int_eq(o.result, IVER_CHECK_ERROR);
+        ck_assert_int_eq(o.error, -ENOENT);
+        ck_assert_uint_eq(o.bytes_hashed, 11);
+        ck_assert_uint_eq(iver_cache_size(iver_context_cache(ctx)), 1);
+        uint32_t idx = iver_cache_find_path(iver_context_cache(ctx), final, strlen(final));
+        ck_assert_uint_ne(idx, IVER_CACHE_NONE);
+        ck_assert_int_eq(iver_check(ctx, AT_FDCWD, final, &o), 0);
+        ck_assert_int_eq(o.result, IVER_CHECK_HIT);
+        expect_digest_of(&o, "new version");
+        ck_assert_uint_eq(counters()->bytes_hashed, 22); /* both hashes counted */
+
+        /* a use by the old name: recorded under it */
+        put(path, "used");
+        hashed(path, IVER_CHECK_USE, &pt, &mt);
+        ck_assert_int_eq(rename(path, final), 0);
+        hashed(final, 0, &pn, &mn);
+        ck_assert_int_eq(iver_check_finish(ctx, final, &pn, 0, &mn, &o), 0);
+        ck_assert_int_eq(iver_check_finish(ctx, path, &pt, 0, &mt, &o), 0);
+        ck_assert_int_eq(o.result, IVER_CHECK_MEASURED);
+        iver_cache_path(iver_context_cache(ctx), o.idx, name, sizeof(name));
+        ck_assert_str_eq(name, path);
+}
+END_TEST
+
 static IverCheckOutcome begin_flags(unsigned flags) {
         IverStat st;
         IverPending p;
@@ -323,6 +375,7 @@ int main(void) {
         tcase_add_test(tc, test_algo_change_rehashes);
         tcase_add_test(tc, test_invalidate_forces_rehash);
         tcase_add_test(tc, test_rename_follows);
+        tcase_add_test(tc, test_late_outcome_of_old_name);
         tcase_add_test(tc, test_observed_now_clears_written);
         suite_add_tcase(s, tc);
         tc = tcase_create("coarse");
