@@ -21,6 +21,7 @@
 #include "evidence.h"
 #include "fstrack.h"
 #include "log.h"
+#include "macro.h"
 #include "house.h"
 #include "onaccess.h"
 #include "pathfd.h"
@@ -512,6 +513,12 @@ static void finish_jobs(House *m, Job *list, bool *uses) {
                 if (j->stat) { /* the walk's statx batch */
                         walk_stat_done(m->walk, j->stat);
                         job_free(j);
+                        continue;
+                }
+                if (j->dir) { /* a directory the walk had read */
+                        DirRead *d = TAKE_PTR(j->dir);
+                        job_free(j);
+                        walk_dir_done(m->walk, d);
                         continue;
                 }
                 IverCheckOutcome o;

@@ -114,10 +114,11 @@ static void on_report_settled(void *userdata) {
         manager_maybe_settled(userdata);
 }
 
-static void on_report_dir_entered(void *userdata, int dirfd, const char *dir) {
+static bool on_report_dir_entered(void *userdata, int dirfd, const char *dir) {
         Manager *m = userdata;
-        watch_add_fd(m->h.watch, dirfd, dir);
+        bool covered = watch_add_fd(m->h.watch, dirfd, dir);
         onaccess_add(m->h.onaccess, dir);
+        return covered;
 }
 
 static bool on_report_file_found(void *userdata, const char *path, const IverStat *st, int64_t st_at) {

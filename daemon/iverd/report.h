@@ -45,8 +45,10 @@ typedef struct Reports {
         /* work finished: something may have settled */
         void (*settled)(void *userdata);
         /* the walk entered directory dir (open as dirfd, for this call):
-         * triggers are to cover it */
-        void (*dir_entered)(void *userdata, int dirfd, const char *dir);
+         * triggers are to cover it; true when its filesystem's mark does
+         * (a directory on that filesystem needs no watch of its own before
+         * its entries are read) */
+        bool (*dir_entered)(void *userdata, int dirfd, const char *dir);
         /* the walk found a file and made its statx (st, taken at st_at,
          * iver_now_ns): true when it is done with or handed over, false when
          * it must go through the queue (check) */
@@ -99,9 +101,8 @@ static inline void report_unmeasurable(const Reports *r, const char *path, int e
         if (r && r->unmeasurable)
                 r->unmeasurable(r->userdata, path, error);
 }
-static inline void report_dir_entered(const Reports *r, int dirfd, const char *dir) {
-        if (r && r->dir_entered)
-                r->dir_entered(r->userdata, dirfd, dir);
+static inline bool report_dir_entered(const Reports *r, int dirfd, const char *dir) {
+        return r && r->dir_entered ? r->dir_entered(r->userdata, dirfd, dir) : false;
 }
 static inline bool report_file_found(const Reports *r, const char *path, const IverStat *st, int64_t st_at) {
         return r && r->file_found ? r->file_found(r->userdata, path, st, st_at) : false;

@@ -6,39 +6,45 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
 
 #include "grow.h"
 #include "log.h"
 #include "macro.h"
 #include "path.h"
-#include "pseudofs.h"
 #include "walk.h"
-#include "pathfd.h"
 
 #define STEP_ENTRIES 2048
-#define STAT_BATCHES_MAX 8U /* statx batches at the workers at a time */
+#define STAT_BATCHES_MAX 8U /* statx batches at the statx threads at a time */
+#define READS_MAX 4U        /* directories at the statx threads at a time */
 
 typedef struct Dir {
         struct Dir *next;
+        uint32_t covered;     /* its parent's covering filesystem mark (0: none) */
         char path[];
 } Dir;
+
+/* A directory read (dirread.h) waiting for its entries to be looked at. */
+typedef struct Ready {
+        struct Ready *next;
+        DirRead *d;
+} Ready;
 
 struct Walk {
         IverContext *ctx;
         Workers *workers;
         const Reports *reports;
         Dir *todo;            /* stack of directories still to read */
-        DIR *cur;
-        char *cur_path;
-        DirFiles cur_files;            /* which files directly in cur may be measured (none: an ancestor) */
+        unsigned reading;     /* directories at the statx threads */
+        Ready *ready, **ready_tail; /* read, in the order they came back */
+        DirRead *cur;         /* the directory whose entries are being looked at */
+        size_t pos;           /* its next entry */
+        uint32_t cur_covered; /* the filesystem mark covering cur's (0: none): its subdirectories' */
         sd_event_source *source;
         uint64_t files;
         uint64_t dirs_done, dirs_todo; /* for the progress estimate */
         bool waiting;                  /* for room in the hashing window, or for statx batches */
-        Job *batch;                    /* files of cur being gathered for the workers to statx */
-        unsigned batches;              /* statx batches at the workers */
+        Job *batch;                    /* files of cur being gathered for the statx threads */
+        unsigned batches;              /* statx batches at the statx threads */
 };
 
 static int walk_step(sd_event_source *s, void *userdata);
@@ -50,6 +56,7 @@ int walk_new(sd_event *event, IverContext *ctx, Workers *workers, const Reports 
         w->ctx = ctx;
         w->workers = workers;
         w->reports = reports;
+        w->ready_tail = &w->ready;
         int r = sd_event_add_defer(event, &w->source, walk_step, w);
         if (r < 0) {
                 free(w);
@@ -70,21 +77,26 @@ Walk *walk_free(Walk *w) {
                 w->todo = d->next;
                 free(d);
         }
-        if (w->cur)
-                closedir(w->cur);
+        while (w->ready) {
+                Ready *r = w->ready;
+                w->ready = r->next;
+                dir_read_free(r->d);
+                free(r);
+        }
+        dir_read_free(w->cur);
         job_free(w->batch);
-        free(w->cur_path);
         sd_event_source_unref(w->source);
         free(w);
         return NULL;
 }
 
-static int push(Walk *w, const char *path) {
+static int push(Walk *w, const char *path, uint32_t covered) {
         size_t len = strlen(path);
         Dir *d = malloc(sizeof(Dir) + len + 1);
         if (!d)
                 return -ENOMEM;
         memcpy(d->path, path, len + 1);
+        d->covered = covered;
         d->next = w->todo;
         w->todo = d;
         w->dirs_todo++;
@@ -92,14 +104,14 @@ static int push(Walk *w, const char *path) {
 }
 
 int walk_add(Walk *w, const char *dir) {
-        int r = push(w, dir);
+        int r = push(w, dir, 0);
         if (r < 0)
                 return r;
         return sd_event_source_set_enabled(w->source, SD_EVENT_ON);
 }
 
 bool walk_busy(const Walk *w) {
-        return w->todo || w->cur || w->batch || w->batches > 0;
+        return w->todo || w->reading > 0 || w->ready || w->cur || w->batch || w->batches > 0;
 }
 
 static bool may_go_on(const Walk *w) {
@@ -143,10 +155,10 @@ static int batch_add(Walk *w, const char *name) {
                 if (!b)
                         return -ENOMEM;
                 j->stat = b;
-                b->dirfd = fcntl(dirfd(w->cur), F_DUPFD_CLOEXEC, 3);
+                b->dirfd = fcntl(w->cur->fd, F_DUPFD_CLOEXEC, 3);
                 if (b->dirfd < 0)
                         return -errno;
-                b->dir = strdup(w->cur_path);
+                b->dir = strdup(w->cur->path);
                 if (!b->dir)
                         return -ENOMEM;
                 /* as iver_context_stat() makes it */
@@ -181,43 +193,109 @@ void walk_stat_done(Walk *w, StatBatch *b) {
         }
 }
 
-/* Open the next directory to walk as w->cur: 1 opened, 0 none left (or this
- * one cannot be walked: the caller asks again), -ENOMEM. */
-static int open_next(Walk *w) {
-        Dir *d = w->todo;
-        if (!d)
-                return 0;
-        w->todo = d->next;
-        w->dirs_todo--;
-        w->dirs_done++;
-        free(w->cur_path);
-        w->cur_path = strdup(d->path);
-        free(d);
-        if (!w->cur_path)
-                return log_error_errno(-ENOMEM, "Out of memory while walking");
-        /* no symlink on the way, and no PATH_MAX limit (pathfd.c) */
-        int fd = path_open_dir(w->cur_path, O_RDONLY | O_NOATIME);
-        if (fd < 0) {
+/* Hand a directory to the statx threads: opened, and read unless it is on
+ * another filesystem than its parent's covering mark (dirread.h). */
+static int read_submit(Walk *w, DirRead *d) {
+        Job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        j->dir = d;
+        w->reading++;
+        workers_submit_stat(w->workers, j);
+        return 0;
+}
+
+/* Start reading the directories on top of the stack, while few are out. */
+static int reads_submit(Walk *w) {
+        while (w->todo && w->reading < READS_MAX) {
+                Dir *t = w->todo;
+                w->todo = t->next;
+                w->dirs_todo--;
+                w->dirs_done++;
+                DirRead *d = calloc(1, sizeof(*d));
+                if (!d || !(d->path = strdup(t->path))) {
+                        free(d);
+                        free(t);
+                        return log_error_errno(-ENOMEM, "Out of memory while walking");
+                }
+                d->covered_dev = t->covered;
+                free(t);
+                d->fd = -EBADF;
+                d->files = report_dir_files(w->reports, d->path);
+                /* as iver_context_stat() makes it */
+                d->statx = iver_context_statx(w->ctx);
+                d->want_version = iver_cookie_table_wants_version(iver_context_cookies(w->ctx));
+                if (read_submit(w, d) < 0) {
+                        dir_read_free(d);
+                        return log_error_errno(-ENOMEM, "Out of memory while walking");
+                }
+        }
+        return 0;
+}
+
+void walk_dir_done(Walk *w, DirRead *d) {
+        assert(w->reading > 0);
+        w->reading--;
+        Ready *r = malloc(sizeof(*r));
+        if (!r) {
+                log_error_errno(-ENOMEM, "Out of memory while walking: %s is not walked", d->path);
+                dir_read_free(d);
+                return;
+        }
+        *r = (Ready) { .d = d };
+        *w->ready_tail = r;
+        w->ready_tail = &r->next;
+        if (!w->waiting)
+                (void) sd_event_source_set_enabled(w->source, SD_EVENT_ON);
+}
+
+static DirRead *ready_take(Walk *w) {
+        Ready *r = w->ready;
+        if (!r)
+                return NULL;
+        w->ready = r->next;
+        if (!w->ready)
+                w->ready_tail = &w->ready;
+        DirRead *d = r->d;
+        free(r);
+        return d;
+}
+
+/* A directory back from the statx threads: 1 its entries are to be looked
+ * at (w->cur), 0 not (gone, a pseudo filesystem, or back to be read once
+ * watched). */
+static int enter(Walk *w, DirRead *d) {
+        if (d->fd < 0) {
                 /* vanished, or a symlink now (measured as one where it is listed) */
-                if (fd != -ENOENT && fd != -ENOTDIR && fd != -ELOOP)
-                        report_unmeasurable(w->reports, w->cur_path, fd);
-                return 1;
+                if (d->fd != -ENOENT && d->fd != -ENOTDIR && d->fd != -ELOOP)
+                        report_unmeasurable(w->reports, d->path, d->fd);
+                dir_read_free(d);
+                return 0;
         }
-        struct statfs sfs;
-        const char *fs;
-        if (fstatfs(fd, &sfs) == 0 && iver_fs_is_pseudo((uint64_t) sfs.f_type, &fs)) {
+        if (d->pseudo) {
                 /* never descend into proc, sysfs… (lib/pseudofs.h) */
-                log_debug("Not walking %s: a pseudo filesystem (%s) is never measured", w->cur_path, fs);
-                close(fd);
-                return 1;
+                log_debug("Not walking %s: a pseudo filesystem (%s) is never measured", d->path, d->pseudo);
+                dir_read_free(d);
+                return 0;
         }
-        w->cur = fdopendir(fd);
-        if (!w->cur) {
-                close(fd);
-                return 1;
+        if (d->opened) {
+                /* another filesystem: watched (or its mark placed) before it is read */
+                d->entered = true;
+                d->covered_dev = report_dir_entered(w->reports, d->fd, d->path) ? d->dev : 0;
+                if (read_submit(w, d) < 0) {
+                        log_error_errno(-ENOMEM, "Out of memory while walking: %s is not walked", d->path);
+                        dir_read_free(d);
+                }
+                return 0;
         }
-        report_dir_entered(w->reports, fd, w->cur_path);
-        w->cur_files = report_dir_files(w->reports, w->cur_path);
+        if (d->entered) /* read after its watch */
+                w->cur_covered = d->covered_dev;
+        else /* read at once, its filesystem's mark in place: now the rest of entering it */
+                w->cur_covered = report_dir_entered(w->reports, d->fd, d->path) ? d->dev : 0;
+        if (d->error < 0)
+                report_unmeasurable(w->reports, d->path, d->error);
+        w->cur = d;
+        w->pos = 0;
         return 1;
 }
 
@@ -225,44 +303,47 @@ static int open_next(Walk *w) {
  * path alone (a path too long to build here: yes, the check decides). */
 static bool file_wanted(Walk *w, const char *name) {
         char p[PATH_MAX];
-        size_t a = strlen(w->cur_path);
-        int n = snprintf(p, sizeof(p), "%s%s%s", w->cur_path, a > 0 && w->cur_path[a - 1] == '/' ? "" : "/", name);
+        const char *dir = w->cur->path;
+        size_t a = strlen(dir);
+        int n = snprintf(p, sizeof(p), "%s%s%s", dir, a > 0 && dir[a - 1] == '/' ? "" : "/", name);
         return n < 0 || (size_t) n >= sizeof(p) || report_file_wanted(w->reports, p);
 }
 
-/* One entry of the directory being read: a directory to walk, a file for
- * the statx batch; symlinks are measured by their target string, never
- * followed; FIFOs, sockets, devices: never measured. */
-static int entry(Walk *w, const struct dirent *de) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                return 0;
-        unsigned char type = de->d_type;
-        if (type == DT_UNKNOWN) {
-                struct stat st;
-                if (fstatat(dirfd(w->cur), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-                        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG
-                               : S_ISLNK(st.st_mode) ? DT_LNK : DT_FIFO;
-        }
-        if (type == DT_DIR) {
-                _cleanup_free_ char *p = path_join(w->cur_path, de->d_name);
+/* One entry of the directory being looked at: a directory to walk, a file
+ * for its check; symlinks are measured by their target string, never
+ * followed; FIFOs, sockets, devices: never measured (dirread.c leaves them
+ * out). */
+static int entry(Walk *w, const DirEntryRead *e) {
+        const char *name = w->cur->names + e->name_off;
+        if (e->type == DT_DIR) {
+                _cleanup_free_ char *p = path_join(w->cur->path, name);
                 if (!p)
                         return log_error_errno(-ENOMEM, "Out of memory while walking");
                 if (report_dir_wanted(w->reports, p))
-                        (void) push(w, p);
-        } else if (w->cur_files != DIR_FILES_NONE && (type == DT_REG || type == DT_LNK || type == DT_UNKNOWN)) {
-                /* (a directory only on the way to measured ones: its files
-                 * are never looked at, as its watch ignores them; nor is a
-                 * name no rule can match, /usr/lib/x.py under **.so*) */
-                if (w->cur_files == DIR_FILES_SOME && !file_wanted(w, de->d_name))
-                        return 0;
-                w->files++;
-                /* the statx on a worker, the rest when it is back */
-                if (batch_add(w, de->d_name) < 0) {
-                        _cleanup_free_ char *p = path_join(w->cur_path, de->d_name);
-                        if (!p)
-                                return log_error_errno(-ENOMEM, "Out of memory while walking");
+                        (void) push(w, p, w->cur_covered);
+                return 0;
+        }
+        /* (a directory only on the way to measured ones: its files are
+         * never looked at, as its watch ignores them; nor is a name no
+         * rule can match, /usr/lib/x.py under **.so*) */
+        if (w->cur->files == DIR_FILES_NONE || (w->cur->files == DIR_FILES_SOME && !file_wanted(w, name)))
+                return 0;
+        w->files++;
+        if (e->stated) { /* its statx made with the read: on to its check */
+                _cleanup_free_ char *p = path_join(w->cur->path, name);
+                if (!p)
+                        return log_error_errno(-ENOMEM, "Out of memory while walking");
+                /* a failed statx: the queued check reports it */
+                if (e->r < 0 || !report_file_found(w->reports, p, &e->st, e->at))
                         report_check(w->reports, p);
-                }
+                return 0;
+        }
+        /* the statx on a statx thread, the rest when it is back */
+        if (batch_add(w, name) < 0) {
+                _cleanup_free_ char *p = path_join(w->cur->path, name);
+                if (!p)
+                        return log_error_errno(-ENOMEM, "Out of memory while walking");
+                report_check(w->reports, p);
         }
         return 0;
 }
@@ -281,34 +362,34 @@ static int walk_step(sd_event_source *s, void *userdata) {
                         (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                         break;
                 }
+                r = reads_submit(w);
+                if (r < 0)
+                        return r;
                 if (!w->cur) {
-                        r = open_next(w);
-                        if (r <= 0) {
-                                if (r < 0)
-                                        return r;
-                                break;
-                        }
+                        DirRead *d = ready_take(w);
+                        if (!d)
+                                break; /* the statx threads are reading: walk_dir_done */
+                        (void) enter(w, d);
                         continue;
                 }
-                errno = 0;
-                struct dirent *de = readdir(w->cur);
-                if (!de) {
+                if (w->pos == w->cur->n) {
                         batch_submit(w); /* it holds its own fd of the directory */
-                        closedir(w->cur);
-                        w->cur = NULL;
+                        w->cur = dir_read_free(w->cur);
                         continue;
                 }
                 n++;
-                r = entry(w, de);
+                r = entry(w, &w->cur->e[w->pos++]);
                 if (r < 0)
                         return r;
         }
         batch_submit(w); /* not left waiting while the loop does other things */
-        if (!w->todo && !w->cur) {
-                /* nothing left to read: what is left is at the workers (statx
-                 * batches), and their return settles it (walk_stat_done, then
-                 * the loop's settle check); not a step every loop iteration
-                 * until then */
+        workers_flush(w->workers); /* nor the hashes of the misses found */
+        if (!w->waiting && !w->cur && !w->ready && !(w->todo && w->reading < READS_MAX)) {
+                /* nothing to look at until a directory comes back
+                 * (walk_dir_done) or, when nothing is left to read, what is
+                 * left is at the statx threads (batches), and their return
+                 * settles it (walk_stat_done, then the loop's settle check):
+                 * not a step every loop iteration until then */
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                 if (!walk_busy(w))
                         report_settled(w->reports);

@@ -11,12 +11,14 @@
 
 typedef struct Walk Walk;
 
-/* An incremental directory walker run from the event loop: each step reads
- * a bounded number of entries and adds watches on directories, skipping
- * subtrees the policy can never measure. The files it finds go to the
- * workers in batches for their statx, and from there (walk_stat_done) to
- * their check: a miss is handed to a worker on that statx. It waits while
- * the hashing window is full or enough batches are out. */
+/* An incremental directory walker run from the event loop, skipping
+ * subtrees the policy can never measure. Its directories are opened and
+ * read, and their files' statx made, on the statx threads (dirread.h, a few
+ * at a time); each step looks at a bounded number of the entries read, adds
+ * watches on directories (before they are read, unless a filesystem mark
+ * covers them) and hands each file on to its check (walk_dir_done,
+ * walk_stat_done): a miss is handed to a worker on that statx. It waits
+ * while the hashing window is full or enough batches are out. */
 /* What it finds is reported (reports: file_found, check, dir_entered,
  * dir_wanted, has_room, settled, unmeasurable); statx batches go to workers.
  * reports must outlive the Walk. */
@@ -32,6 +34,9 @@ void walk_resume(Walk *w);
  * each file goes on to its check. */
 typedef struct StatBatch StatBatch;
 void walk_stat_done(Walk *w, StatBatch *b);
+/* A directory the walk handed to the statx threads came back (the loop
+ * thread; the walk takes d): looked at from the next step on. */
+void walk_dir_done(Walk *w, DirRead *d);
 uint64_t walk_files_seen(const Walk *w);
 /* Directories read so far (all scans) and still to read. */
 void walk_dirs(const Walk *w, uint64_t *ret_done, uint64_t *ret_todo);

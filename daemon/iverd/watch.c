@@ -191,12 +191,12 @@ long watch_budget(const Watch *w) {
 }
 
 void watch_add(Watch *w, const char *dir) {
-        watch_add_fd(w, -EBADF, dir);
+        (void) watch_add_fd(w, -EBADF, dir);
 }
 
-void watch_add_fd(Watch *w, int dirfd, const char *dir) {
+bool watch_add_fd(Watch *w, int dirfd, const char *dir) {
         if (fstrack_add_dir(w->fstrack, dir))
-                return; /* the filesystem mark sees everything below */
+                return true; /* the filesystem mark sees everything below */
         if (w->budget < 0)
                 w->budget = compute_budget();
         /* a name longer than PATH_MAX: through the open directory */
@@ -219,10 +219,10 @@ void watch_add_fd(Watch *w, int dirfd, const char *dir) {
                         }
                 } else if (errno != ENOENT && errno != ENOTDIR)
                         log_warning_errno(errno, "Cannot watch %s: %m", dir);
-                return;
+                return false;
         }
         if ((w->n + w->tomb + 1) * 2 > w->cap && grow(w) < 0)
-                return;
+                return false;
         WatchDir *d = slot(w, wd);
         if (d->wd == wd && d->path) {
                 d->ancestor = ancestor; /* the mask was replaced (a policy reload) */
@@ -233,14 +233,15 @@ void watch_add_fd(Watch *w, int dirfd, const char *dir) {
                                 d->path = p;
                         }
                 }
-                return;
+                return false;
         }
         d->path = strdup(dir);
         if (!d->path)
-                return;
+                return false;
         d->wd = wd;
         d->ancestor = ancestor;
         w->n++;
+        return false;
 }
 
 unsigned watch_count(const Watch *w) {

@@ -6,8 +6,11 @@
  * jobs per lock, and returns its finished batch in one append, writing the
  * eventfd only when the done list was empty (the loop drains it whole).
  *
- * The walk's statx batches (StatBatch) are taken before any hash job: the
- * walk waits for them.
+ * The walk's statx batches (StatBatch) have threads of their own
+ * (STAT_THREADS): a cold tree's statx wait for the disk, not for a hash in
+ * a worker's hands, so the walk goes on finding files while the workers
+ * hash the ones it found (on a cold /usr the walk reads 68,000 inodes for
+ * 3,000 files to hash).
  *
  * Big files (at least BIG_FILE_BYTES by the loop's statx) wait in their own
  * list and occupy at most n-1 workers, so one worker is always free for the
@@ -38,6 +41,7 @@
 #define BATCH_FILE_BYTES (256U << 10)  /* only files this small are taken in batches */
 #define STAGE_MAX 64U                  /* staged jobs are flushed at this many anyway */
 #define HASHING_BUCKETS 1024U          /* index of hard-linked inodes being hashed */
+#define STAT_THREADS 2U                /* statx batches in the disk's queue at once */
 
 typedef struct List {
         Job *head, *tail;
@@ -47,6 +51,7 @@ typedef struct List {
 struct Workers {
         pthread_mutex_t lock;
         pthread_cond_t cond;
+        pthread_cond_t stat_cond;       /* the statx threads wait on it */
         List stat, small, big, done;    /* under lock */
         unsigned big_running;           /* under lock */
         /* worker health (under lock): statx and small batches in a worker's
@@ -67,7 +72,8 @@ struct Workers {
          * only the loop reads these */
         const char **held;
         unsigned started;               /* atomic: hands each worker its slot */
-        unsigned n;
+        unsigned n, n_stat;
+        pthread_t stat_threads[STAT_THREADS];
         pthread_t threads[];
 };
 
@@ -261,12 +267,12 @@ static bool big_may_start(const Workers *w) {
                 return false;
         if (w->big_running < w->big_max)
                 return true;
-        return w->big_running < w->n && !w->small.head && !w->stat.head && !w->big.head->grew &&
+        return w->big_running < w->n && !w->small.head && !w->big.head->grew &&
                w->big.head->pending.st.size <= SHARED_BIG_BYTES;
 }
 
 static bool has_work(const Workers *w) {
-        return w->stat.head || w->small.head || big_may_start(w);
+        return w->small.head || big_may_start(w);
 }
 
 static void stat_run(StatBatch *b) {
@@ -298,6 +304,32 @@ static void done_wake(Workers *w) {
         notify_send(w->efd);
 }
 
+/* A statx thread: the walk's directories and statx batches, one at a time. */
+static void *stat_main(void *arg) {
+        Workers *w = arg;
+        pthread_mutex_lock(&w->lock);
+        for (;;) {
+                while (!w->stat.head && !w->stopping)
+                        pthread_cond_wait(&w->stat_cond, &w->lock);
+                if (w->stopping)
+                        break;
+                Job *j = take(&w->stat);
+                w->quick_running++;
+                pthread_mutex_unlock(&w->lock);
+                if (j->dir)
+                        dir_read_run(j->dir);
+                else
+                        stat_run(j->stat);
+                pthread_mutex_lock(&w->lock);
+                w->quick_running--;
+                w->finished++;
+                append(&w->done, j);
+                done_wake(w);
+        }
+        pthread_mutex_unlock(&w->lock);
+        return NULL;
+}
+
 static void *worker_main(void *arg) {
         Workers *w = arg;
         unsigned self = __atomic_fetch_add(&w->started, 1, __ATOMIC_RELAXED);
@@ -315,21 +347,6 @@ static void *worker_main(void *arg) {
                         break;
                 List batch = {};
                 bool big = false;
-                if (w->stat.head) {
-                        /* the loop waits for these to go on walking */
-                        Job *j = take(&w->stat);
-                        w->quick_running++;
-                        pthread_mutex_unlock(&w->lock);
-                        hold(w, self, j->stat->dir);
-                        stat_run(j->stat);
-                        hold(w, self, NULL);
-                        pthread_mutex_lock(&w->lock);
-                        w->quick_running--;
-                        w->finished++;
-                        append(&w->done, j);
-                        done_wake(w);
-                        continue;
-                }
                 if (w->small.head) {
                         /* a fair share of the small ones, several per lock */
                         size_t want = w->small.n / w->n;
@@ -383,6 +400,7 @@ int workers_new(unsigned n, workers_after_hash_fn after_hash, Workers **ret) {
         }
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->cond, NULL);
+        pthread_cond_init(&w->stat_cond, NULL);
         w->armed = true;
         w->efd = notify_new();
         if (w->efd < 0) {
@@ -396,7 +414,12 @@ int workers_new(unsigned n, workers_after_hash_fn after_hash, Workers **ret) {
                         break;
                 w->n++;
         }
-        if (w->n == 0) {
+        for (unsigned i = 0; w->n > 0 && i < STAT_THREADS; i++) {
+                if (thread_start(&w->stat_threads[i], stat_main, w) < 0)
+                        break;
+                w->n_stat++;
+        }
+        if (w->n == 0 || w->n_stat == 0) {
                 workers_free(w);
                 return -EAGAIN;
         }
@@ -413,6 +436,7 @@ void job_free(Job *j) {
                 job_free(f);
         }
         stat_batch_free(j->stat);
+        dir_read_free(j->dir);
         free(j->sig);
         generation_unref(j->gen);
         free(j);
@@ -429,8 +453,13 @@ Workers *workers_free(Workers *w) {
         /* stopping is also read by hashing workers (opt.cancel): a stop
          * does not wait for a 100 GiB file, so the join has no time limit */
         thread_request_stop(&w->lock, &w->cond, &w->stopping);
+        pthread_mutex_lock(&w->lock);
+        pthread_cond_broadcast(&w->stat_cond);
+        pthread_mutex_unlock(&w->lock);
         for (unsigned i = 0; i < w->n; i++)
                 (void) thread_join(w->threads[i], UINT64_MAX);
+        for (unsigned i = 0; i < w->n_stat; i++)
+                (void) thread_join(w->stat_threads[i], UINT64_MAX);
         free_list(&w->stage);
         free_list(&w->stat);
         free_list(&w->small);
@@ -439,6 +468,7 @@ Workers *workers_free(Workers *w) {
         if (w->efd >= 0)
                 close(w->efd);
         pthread_cond_destroy(&w->cond);
+        pthread_cond_destroy(&w->stat_cond);
         pthread_mutex_destroy(&w->lock);
         free(w->held);
         free(w);
@@ -588,7 +618,7 @@ void workers_submit_first(Workers *w, Job *j) {
 void workers_submit_stat(Workers *w, Job *j) {
         pthread_mutex_lock(&w->lock);
         append(&w->stat, j);
-        pthread_cond_signal(&w->cond);
+        pthread_cond_signal(&w->stat_cond);
         pthread_mutex_unlock(&w->lock);
 }
 

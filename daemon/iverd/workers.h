@@ -3,6 +3,7 @@
 #include "iver/appraise.h"
 #include "iver/check.h"
 #include "iver/policy.h"
+#include "dirread.h"
 #include "generation.h"
 
 /* A batch of files of one directory for the workers to statx (the walk's
@@ -30,6 +31,7 @@ StatBatch *stat_batch_free(StatBatch *b);
 typedef struct Job {
         struct Job *next;
         StatBatch *stat;           /* non-NULL: not a hash but a statx batch (nothing else is set) */
+        DirRead *dir;              /* non-NULL: not a hash but a directory of the walk to read (dirread.h) */
         const char *path;          /* borrowed from the queue until finished */
         IverPending pending;       /* pending.st: the loop's statx, taken at stat_at (iver_now_ns) */
         int64_t stat_at;
@@ -94,8 +96,8 @@ bool workers_submit_or_follow(Workers *w, Job *j);
  * now on another name of its inode is a cache hit, not a follower; j's
  * followers leave the in-flight window. */
 void workers_finished(Workers *w, Job *j);
-/* Hand over a statx batch (job->stat), taken before any hash job: the loop
- * waits for it to go on. */
+/* Hand over a statx batch (job->stat) or a directory to read (job->dir) to
+ * the statx threads: the walk waits for them, not for the hashes. */
 void workers_submit_stat(Workers *w, Job *job);
 /* iver_measure(AT_FDCWD, path, …) that follows no symlink in any component of
  * path, of any length (PATH_MAX does not apply) */
