@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,7 +12,6 @@
 #include <unistd.h>
 
 #include "dirread.h"
-#include "grow.h"
 #include "pathfd.h"
 #include "pseudofs.h"
 
@@ -21,8 +21,6 @@ DirRead *dir_read_free(DirRead *d) {
         if (d->fd >= 0)
                 close(d->fd);
         free(d->path);
-        free(d->names);
-        free(d->e);
         free(d);
         return NULL;
 }
@@ -56,60 +54,43 @@ static unsigned char type_of(int dirfd, const char *name, unsigned char type) {
         return S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : S_ISLNK(st.st_mode) ? DT_LNK : DT_FIFO;
 }
 
-static int add(DirRead *d, const char *name, unsigned char type) {
-        size_t len = strlen(name) + 1;
-        if (GROW(d->names, d->names_cap, d->names_len + len, 4096) < 0 || GROW(d->e, d->cap, d->n + 1, 64) < 0)
-                return -ENOMEM;
-        DirEntryRead *e = &d->e[d->n++];
-        *e = (DirEntryRead) { .name_off = (uint32_t) d->names_len, .type = type };
-        memcpy(d->names + d->names_len, name, len);
-        d->names_len += len;
-        if (d->files == DIR_FILES_ALL && type != DT_DIR) {
-                e->stated = true;
-                e->at = iver_now_ns();
-                e->r = iver_stat(d->statx, d->fd, name, d->want_version, &e->st);
-        }
-        return 0;
-}
-
-static void read_dir(DirRead *d) {
-        int fd = fcntl(d->fd, F_DUPFD_CLOEXEC, 3);
-        DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!dir) {
-                d->error = -errno;
-                if (fd >= 0)
-                        close(fd);
+/* One buffer of entries: directories, and files unless none is wanted
+ * (FIFOs, sockets, devices are never measured). */
+static void read_buffer(DirRead *d) {
+        d->n = d->n_stats = 0;
+        ssize_t k = getdents64(d->fd, d->buf, sizeof(d->buf));
+        if (k <= 0) {
+                if (k < 0)
+                        d->error = -errno;
+                d->eof = true;
                 return;
         }
-        d->read = true;
-        for (;;) {
-                errno = 0;
-                struct dirent *de = readdir(dir);
-                if (!de) {
-                        if (errno != 0)
-                                d->error = -errno;
-                        break;
-                }
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+        for (size_t off = 0; off < (size_t) k && d->n < DIR_READ_ENTRIES;) {
+                struct dirent64 *de = (struct dirent64 *) (d->buf + off);
+                off += de->d_reclen;
+                const char *name = de->d_name;
+                if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
                         continue;
-                unsigned char type = type_of(d->fd, de->d_name, de->d_type);
-                /* a file of an ancestor-only directory is never looked at */
+                unsigned char type = type_of(d->fd, name, de->d_type);
                 if (type != DT_DIR && (d->files == DIR_FILES_NONE || (type != DT_REG && type != DT_LNK && type != DT_UNKNOWN)))
                         continue;
-                if (add(d, de->d_name, type) < 0) {
-                        d->error = -ENOMEM;
-                        break;
+                DirEntryRead *e = &d->e[d->n++];
+                *e = (DirEntryRead) { .name_off = (uint16_t) (name - d->buf), .stat = -1, .type = type };
+                if (d->files == DIR_FILES_ALL && type != DT_DIR && d->n_stats < READ_STATS_MAX) {
+                        DirStatRead *sr = &d->stats[d->n_stats];
+                        e->stat = (int16_t) d->n_stats++;
+                        sr->at = iver_now_ns();
+                        sr->r = iver_stat(d->statx, d->fd, name, d->want_version, &sr->st);
                 }
         }
-        closedir(dir);
 }
 
 void dir_read_run(DirRead *d) {
-        if (!d->opened) {
+        if (d->fd < 0) {
                 open_dir(d);
                 if (d->fd < 0 || d->pseudo || d->opened)
                         return;
-        } else
-                d->opened = false; /* the loop's turn is over */
-        read_dir(d);
+        }
+        d->opened = false; /* the loop's turn, if it had one, is over */
+        read_buffer(d);
 }

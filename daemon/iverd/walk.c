@@ -14,8 +14,8 @@
 #include "walk.h"
 
 #define STEP_ENTRIES 2048
-#define STAT_BATCHES_MAX 8U /* statx batches at the statx threads at a time */
-#define READS_MAX 4U        /* directories at the statx threads at a time */
+#define STAT_BATCHES_MAX 8U /* statx batches at the statx thread at a time */
+#define READS_MAX 2U        /* directories at the statx thread at a time */
 
 typedef struct Dir {
         struct Dir *next;
@@ -34,7 +34,7 @@ struct Walk {
         Workers *workers;
         const Reports *reports;
         Dir *todo;            /* stack of directories still to read */
-        unsigned reading;     /* directories at the statx threads */
+        unsigned reading;     /* directories at the statx thread */
         Ready *ready, **ready_tail; /* read, in the order they came back */
         DirRead *cur;         /* the directory whose entries are being looked at */
         size_t pos;           /* its next entry */
@@ -43,8 +43,8 @@ struct Walk {
         uint64_t files;
         uint64_t dirs_done, dirs_todo; /* for the progress estimate */
         bool waiting;                  /* for room in the hashing window, or for statx batches */
-        Job *batch;                    /* files of cur being gathered for the statx threads */
-        unsigned batches;              /* statx batches at the statx threads */
+        Job *batch;                    /* files of cur being gathered for the statx thread */
+        unsigned batches;              /* statx batches at the statx thread */
 };
 
 static int walk_step(sd_event_source *s, void *userdata);
@@ -193,7 +193,7 @@ void walk_stat_done(Walk *w, StatBatch *b) {
         }
 }
 
-/* Hand a directory to the statx threads: opened, and read unless it is on
+/* Hand a directory to the statx thread: opened, and read unless it is on
  * another filesystem than its parent's covering mark (dirread.h). */
 static int read_submit(Walk *w, DirRead *d) {
         Job *j = calloc(1, sizeof(*j));
@@ -212,7 +212,9 @@ static int reads_submit(Walk *w) {
                 w->todo = t->next;
                 w->dirs_todo--;
                 w->dirs_done++;
-                DirRead *d = calloc(1, sizeof(*d));
+                DirRead *d = malloc(sizeof(*d));
+                if (d)
+                        *d = (DirRead) { .fd = -EBADF };
                 if (!d || !(d->path = strdup(t->path))) {
                         free(d);
                         free(t);
@@ -220,7 +222,6 @@ static int reads_submit(Walk *w) {
                 }
                 d->covered_dev = t->covered;
                 free(t);
-                d->fd = -EBADF;
                 d->files = report_dir_files(w->reports, d->path);
                 /* as iver_context_stat() makes it */
                 d->statx = iver_context_statx(w->ctx);
@@ -261,7 +262,7 @@ static DirRead *ready_take(Walk *w) {
         return d;
 }
 
-/* A directory back from the statx threads: 1 its entries are to be looked
+/* A directory back from the statx thread: 1 its entries are to be looked
  * at (w->cur), 0 not (gone, a pseudo filesystem, or back to be read once
  * watched). */
 static int enter(Walk *w, DirRead *d) {
@@ -288,12 +289,11 @@ static int enter(Walk *w, DirRead *d) {
                 }
                 return 0;
         }
-        if (d->entered) /* read after its watch */
-                w->cur_covered = d->covered_dev;
-        else /* read at once, its filesystem's mark in place: now the rest of entering it */
-                w->cur_covered = report_dir_entered(w->reports, d->fd, d->path) ? d->dev : 0;
-        if (d->error < 0)
-                report_unmeasurable(w->reports, d->path, d->error);
+        if (!d->entered) { /* read at once, its filesystem's mark in place: now the rest of entering it */
+                d->entered = true;
+                d->covered_dev = report_dir_entered(w->reports, d->fd, d->path) ? d->dev : 0;
+        }
+        w->cur_covered = d->covered_dev;
         w->cur = d;
         w->pos = 0;
         return 1;
@@ -314,7 +314,7 @@ static bool file_wanted(Walk *w, const char *name) {
  * followed; FIFOs, sockets, devices: never measured (dirread.c leaves them
  * out). */
 static int entry(Walk *w, const DirEntryRead *e) {
-        const char *name = w->cur->names + e->name_off;
+        const char *name = w->cur->buf + e->name_off;
         if (e->type == DT_DIR) {
                 _cleanup_free_ char *p = path_join(w->cur->path, name);
                 if (!p)
@@ -329,12 +329,13 @@ static int entry(Walk *w, const DirEntryRead *e) {
         if (w->cur->files == DIR_FILES_NONE || (w->cur->files == DIR_FILES_SOME && !file_wanted(w, name)))
                 return 0;
         w->files++;
-        if (e->stated) { /* its statx made with the read: on to its check */
+        if (e->stat >= 0) { /* its statx made with the read: on to its check */
+                const DirStatRead *sr = &w->cur->stats[e->stat];
                 _cleanup_free_ char *p = path_join(w->cur->path, name);
                 if (!p)
                         return log_error_errno(-ENOMEM, "Out of memory while walking");
                 /* a failed statx: the queued check reports it */
-                if (e->r < 0 || !report_file_found(w->reports, p, &e->st, e->at))
+                if (sr->r < 0 || !report_file_found(w->reports, p, &sr->st, sr->at))
                         report_check(w->reports, p);
                 return 0;
         }
@@ -368,13 +369,17 @@ static int walk_step(sd_event_source *s, void *userdata) {
                 if (!w->cur) {
                         DirRead *d = ready_take(w);
                         if (!d)
-                                break; /* the statx threads are reading: walk_dir_done */
+                                break; /* the statx thread are reading: walk_dir_done */
                         (void) enter(w, d);
                         continue;
                 }
                 if (w->pos == w->cur->n) {
                         batch_submit(w); /* it holds its own fd of the directory */
-                        w->cur = dir_read_free(w->cur);
+                        DirRead *d = TAKE_PTR(w->cur);
+                        if (d->error < 0)
+                                report_unmeasurable(w->reports, d->path, d->error);
+                        if (d->eof || read_submit(w, d) < 0) /* the next buffer of it */
+                                dir_read_free(d);
                         continue;
                 }
                 n++;
@@ -387,7 +392,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
         if (!w->waiting && !w->cur && !w->ready && !(w->todo && w->reading < READS_MAX)) {
                 /* nothing to look at until a directory comes back
                  * (walk_dir_done) or, when nothing is left to read, what is
-                 * left is at the statx threads (batches), and their return
+                 * left is at the statx thread (batches), and their return
                  * settles it (walk_stat_done, then the loop's settle check):
                  * not a step every loop iteration until then */
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);

@@ -97,7 +97,7 @@ bool workers_submit_or_follow(Workers *w, Job *j);
  * followers leave the in-flight window. */
 void workers_finished(Workers *w, Job *j);
 /* Hand over a statx batch (job->stat) or a directory to read (job->dir) to
- * the statx threads: the walk waits for them, not for the hashes. */
+ * the statx thread: the walk waits for them, not for the hashes. */
 void workers_submit_stat(Workers *w, Job *job);
 /* iver_measure(AT_FDCWD, path, …) that follows no symlink in any component of
  * path, of any length (PATH_MAX does not apply) */
