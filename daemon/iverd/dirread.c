@@ -55,33 +55,39 @@ static unsigned char type_of(int dirfd, const char *name, unsigned char type) {
 }
 
 /* One buffer of entries: directories, and files unless none is wanted
- * (FIFOs, sockets, devices are never measured). */
+ * (FIFOs, sockets, devices are never measured). The buffer is filled as far
+ * as it goes: a directory that fits comes back once, its end seen. */
 static void read_buffer(DirRead *d) {
+        size_t used = 0;
         d->n = d->n_stats = 0;
-        ssize_t k = getdents64(d->fd, d->buf, sizeof(d->buf));
-        if (k <= 0) {
-                if (k < 0)
-                        d->error = -errno;
-                d->eof = true;
-                return;
-        }
-        for (size_t off = 0; off < (size_t) k && d->n < DIR_READ_ENTRIES;) {
-                struct dirent64 *de = (struct dirent64 *) (d->buf + off);
-                off += de->d_reclen;
-                const char *name = de->d_name;
-                if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-                        continue;
-                unsigned char type = type_of(d->fd, name, de->d_type);
-                if (type != DT_DIR && (d->files == DIR_FILES_NONE || (type != DT_REG && type != DT_LNK && type != DT_UNKNOWN)))
-                        continue;
-                DirEntryRead *e = &d->e[d->n++];
-                *e = (DirEntryRead) { .name_off = (uint16_t) (name - d->buf), .stat = -1, .type = type };
-                if (d->files == DIR_FILES_ALL && type != DT_DIR && d->n_stats < READ_STATS_MAX) {
-                        DirStatRead *sr = &d->stats[d->n_stats];
-                        e->stat = (int16_t) d->n_stats++;
-                        sr->at = iver_now_ns();
-                        sr->r = iver_stat(d->statx, d->fd, name, d->want_version, &sr->st);
+        while (sizeof(d->buf) - used >= sizeof(struct dirent64)) {
+                ssize_t k = getdents64(d->fd, d->buf + used, sizeof(d->buf) - used);
+                if (k <= 0) {
+                        if (k < 0)
+                                d->error = -errno;
+                        d->eof = true;
+                        return;
                 }
+                for (size_t off = used; off < used + (size_t) k && d->n < DIR_READ_ENTRIES;) {
+                        struct dirent64 *de = (struct dirent64 *) (d->buf + off);
+                        off += de->d_reclen;
+                        const char *name = de->d_name;
+                        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                                continue;
+                        unsigned char type = type_of(d->fd, name, de->d_type);
+                        if (type != DT_DIR &&
+                            (d->files == DIR_FILES_NONE || (type != DT_REG && type != DT_LNK && type != DT_UNKNOWN)))
+                                continue;
+                        DirEntryRead *e = &d->e[d->n++];
+                        *e = (DirEntryRead) { .name_off = (uint16_t) (name - d->buf), .stat = -1, .type = type };
+                        if (d->files == DIR_FILES_ALL && type != DT_DIR && d->n_stats < READ_STATS_MAX) {
+                                DirStatRead *sr = &d->stats[d->n_stats];
+                                e->stat = (int16_t) d->n_stats++;
+                                sr->at = iver_now_ns();
+                                sr->r = iver_stat(d->statx, d->fd, name, d->want_version, &sr->st);
+                        }
+                }
+                used += (size_t) k;
         }
 }
 
