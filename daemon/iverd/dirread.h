@@ -48,7 +48,8 @@ typedef struct DirRead {
                                  * at once */
         iver_statx_fn statx;
         bool want_version;
-        bool entered;           /* the loop's: watched before it was read */
+        bool entered;           /* the loop's: dir_entered reported (before the read on another
+                                 * filesystem, after it on a covered one) */
         /* out (the thread) */
         int fd;                 /* the open directory (owned), or -errno: it could not be opened */
         uint32_t dev;

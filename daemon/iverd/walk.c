@@ -378,8 +378,13 @@ static int walk_step(sd_event_source *s, void *userdata) {
                         DirRead *d = TAKE_PTR(w->cur);
                         if (d->error < 0)
                                 report_unmeasurable(w->reports, d->path, d->error);
-                        if (d->eof || read_submit(w, d) < 0) /* the next buffer of it */
+                        if (d->eof)
                                 dir_read_free(d);
+                        else if (read_submit(w, d) < 0) { /* the next buffer of it */
+                                log_error_errno(-ENOMEM, "Out of memory while walking: the rest of %s is not walked",
+                                                d->path);
+                                dir_read_free(d);
+                        }
                         continue;
                 }
                 n++;
