@@ -60,6 +60,8 @@ Waiter *oa_push(OnAccess *o, int fd, WaiterState state, bool exec) {
  * Touches only the waiters, the fast table and the group's fd. */
 void *oa_thread_main(void *arg) {
         OnAccess *o = arg;
+        /* cancelled only in its wait in read() (oa_read_events) */
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
         for (;;) {
                 uint64_t now = now_usec(), next = UINT64_MAX;
                 bool fired = false;
@@ -83,7 +85,10 @@ void *oa_thread_main(void *arg) {
                 pthread_mutex_unlock(&o->lock);
                 if (fired)
                         notify_send(o->loop_efd);
-
+                if (next == UINT64_MAX) { /* nothing to answer at a deadline: wait in read() */
+                        oa_read_events(o, true);
+                        continue;
+                }
                 struct pollfd p[2] = { { .fd = o->thread_efd, .events = POLLIN }, { .fd = o->fd, .events = POLLIN } };
                 int ms = next == UINT64_MAX ? -1 : next <= now ? 0 : (int) ((next - now + 999) / 1000);
                 if (poll(p, 2, ms) < 0)
@@ -91,7 +96,7 @@ void *oa_thread_main(void *arg) {
                 if (p[0].revents & POLLIN)
                         notify_ack(o->thread_efd);
                 if (p[1].revents & POLLIN)
-                        oa_read_events(o);
+                        oa_read_events(o, false);
         }
         return NULL;
 }
@@ -233,8 +238,9 @@ void oa_stop(OnAccess *o) {
                 }
         pthread_mutex_unlock(&o->lock);
         if (o->thread_running) {
-                notify_send(o->thread_efd);
-                (void) thread_join(o->thread, UINT64_MAX); /* it only polls: it ends at once */
+                notify_send(o->thread_efd); /* in poll() */
+                pthread_cancel(o->thread);  /* in its wait in read() */
+                (void) thread_join(o->thread, UINT64_MAX); /* it ends at once */
                 o->thread_running = false;
         }
         while (o->n > 0)

@@ -114,7 +114,7 @@ Waiter *oa_push(OnAccess *o, int fd, WaiterState state, bool exec);
 void oa_allow_unchecked(OnAccess *o, int fd, bool exec);
 /* On the thread: read what the group has; uses it cannot answer at once
  * become W_NEW waiters. */
-void oa_read_events(OnAccess *o);
+void oa_read_events(OnAccess *o, bool wait);
 void *oa_thread_main(void *arg);
 /* On the reading thread: whether the use of fd (the event's) is answered at
  * once, from what the loop published (onaccess-fast.c). */

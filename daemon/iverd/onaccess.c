@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/fanotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -68,16 +69,26 @@ void oa_allow_unchecked(OnAccess *o, int fd, bool exec) {
 }
 
 /* On the thread: read what the group has; uses not answered from the fast
- * table become waiters for the loop. */
-void oa_read_events(OnAccess *o) {
+ * table become waiters for the loop. The group's fd blocks: with nothing to
+ * time (wait), the first read() is the thread's only wait, so a use costs
+ * one syscall fewer than poll() and read(); oa_stop cancels it there, and
+ * only there. Every later read() is made only for what FIONREAD shows. */
+void oa_read_events(OnAccess *o, bool wait) {
         char buf[16384] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
         bool handed = false; /* the loop has something to look at (a wake-up voids what it published) */
         for (int rounds = 0; rounds < 16; rounds++) {
+                int queued = 0;
+                if (rounds > 0 && (ioctl(o->fd, FIONREAD, &queued) < 0 || queued <= 0))
+                        break;
+                if (wait && rounds == 0)
+                        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
                 ssize_t n = read(o->fd, buf, sizeof(buf));
+                if (wait && rounds == 0)
+                        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
                 if (n <= 0)
                         break;
-                /* a short read emptied the queue: no second read() for EAGAIN
-                 * (what comes meanwhile wakes the loop again) */
+                /* a short read emptied the queue: no FIONREAD for nothing
+                 * (what comes meanwhile is read next time round) */
                 bool drained = (size_t) n < sizeof(buf) / 2;
                 for (struct fanotify_event_metadata *ev = (void *) buf; FAN_EVENT_OK(ev, n); ev = FAN_EVENT_NEXT(ev, n)) {
                         bool perm = ev->mask & (FAN_OPEN_PERM | FAN_OPEN_EXEC_PERM);
@@ -176,7 +187,7 @@ int onaccess_new(sd_event *event, const OnAccessOps *ops, IverOnAccess mode, boo
          * makes every use wait for an answer. Without CAP_SYS_ADMIN the
          * queue is fs.fanotify.max_queued_events long, and an overflow is
          * listed as a violation entry. */
-        unsigned flags = FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK;
+        unsigned flags = FAN_CLASS_CONTENT | FAN_CLOEXEC; /* blocking: see oa_read_events */
         bool bounded = getenv("IVERD_TEST_BOUNDED_QUEUE"); /* test knob: as without CAP_SYS_ADMIN */
         o->fd = bounded ? -1 : fanotify_init(flags | FAN_UNLIMITED_QUEUE, O_RDONLY | O_LARGEFILE | O_CLOEXEC);
         o->unlimited = o->fd >= 0;
