@@ -20,7 +20,9 @@ uint64_t wall_usec(void);
 int thread_start(pthread_t *ret, void *(*fn)(void *), void *arg);
 /* Ask a thread to stop: *stop = true under lock (stored atomically, for
  * threads that read it without the lock), and cond (if any) broadcast. A
- * thread waiting in poll() is woken by its owner with notify_send(). */
+ * thread waiting in poll() is woken by its owner with notify_send(); the
+ * on-access reading thread, which waits in read() on its group, is cancelled
+ * there, the only point where it lets itself be (onaccess.c). */
 void thread_request_stop(pthread_mutex_t *lock, pthread_cond_t *cond, bool *stop);
 /* Join t within timeout_usec (UINT64_MAX: wait as long as it takes). A thread
  * that does not end by then (stuck in fdatasync on a hung disk, in a TPM
