@@ -58,6 +58,47 @@ const EVP_MD *iver_hash_algo_md(IverHashAlgo a) {
         return fetched[a];
 }
 
+/* One context per thread, kept: a context made and freed for every file
+ * hashed (and every list entry's template digest) cost more than hashing a
+ * small file's bytes. Freed when its thread ends. */
+static pthread_key_t ctx_key;
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+static __thread EVP_MD_CTX *thread_ctx;
+
+static void ctx_free(void *ctx) {
+        EVP_MD_CTX_free(ctx);
+        thread_ctx = NULL;
+}
+
+static void ctx_key_make(void) {
+        (void) pthread_key_create(&ctx_key, ctx_free);
+}
+
+EVP_MD_CTX *iver_digest_thread_ctx(void) {
+        if (thread_ctx)
+                return thread_ctx;
+        pthread_once(&ctx_once, ctx_key_make);
+        EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+        if (ctx && pthread_setspecific(ctx_key, ctx) != 0) {
+                EVP_MD_CTX_free(ctx);
+                return NULL;
+        }
+        return thread_ctx = ctx;
+}
+
+int iver_hash_buf(IverHashAlgo algo, const void *data, size_t size, uint8_t *ret) {
+        const EVP_MD *md = iver_hash_algo_md(algo);
+        if (!md)
+                return -EOPNOTSUPP;
+        EVP_MD_CTX *ctx = iver_digest_thread_ctx();
+        if (!ctx)
+                return -ENOMEM;
+        if (EVP_DigestInit_ex(ctx, md, NULL) != 1 || EVP_DigestUpdate(ctx, data, size) != 1 ||
+            EVP_DigestFinal_ex(ctx, ret, NULL) != 1)
+                return -EIO;
+        return 0;
+}
+
 bool iver_hash_algo_available(IverHashAlgo a) {
         return iver_hash_algo_md(a) != NULL;
 }

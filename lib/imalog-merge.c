@@ -24,9 +24,7 @@ int iver_imalog_extend_value(IverDigest *v, const IverImaEntry *e, uint32_t pcr)
                 return r;
         memcpy(buf, v->bytes, v->len);
         memcpy(buf + v->len, d.bytes, d.len);
-        if (EVP_Digest(buf, v->len + d.len, v->bytes, NULL, md, NULL) != 1)
-                return -EIO;
-        return 0;
+        return iver_hash_buf(v->algo, buf, v->len + d.len, v->bytes);
 }
 
 static bool same(const IverDigest *a, const IverDigest *b) {

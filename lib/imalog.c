@@ -66,15 +66,6 @@ bool iver_imalog_all_zero(const uint8_t *p, size_t n) {
         return true;
 }
 
-static int hash_buf(IverHashAlgo algo, const uint8_t *data, size_t size, uint8_t *ret) {
-        const EVP_MD *md = iver_hash_algo_md(algo);
-        if (!md)
-                return -EOPNOTSUPP;
-        if (EVP_Digest(data, size, ret, NULL, md, NULL) != 1)
-                return -EIO;
-        return 0;
-}
-
 /* Point e's field pointers into its template_data; validates the fields.
  * -EBADMSG on malformed fields, -EOPNOTSUPP for an unknown digest algorithm. */
 static int entry_parse_fields(IverImaEntry *e) {
@@ -139,11 +130,11 @@ static int entry_parse_fields(IverImaEntry *e) {
  * "ima" template the digest and the name zero-padded to 256 bytes. */
 static int template_hash(const IverImaEntry *e, IverHashAlgo algo, uint8_t *ret) {
         if (e->template != IVER_IMA_TEMPLATE_IMA)
-                return hash_buf(algo, e->template_data, e->template_data_len, ret);
+                return iver_hash_buf(algo, e->template_data, e->template_data_len, ret);
         uint8_t b[IMA_DIGEST_SIZE + IMA_NAME_HASHED] = {};
         memcpy(b, e->digest, IMA_DIGEST_SIZE);
         memcpy(b + IMA_DIGEST_SIZE, e->path, e->path_len);
-        return hash_buf(algo, b, sizeof(b), ret);
+        return iver_hash_buf(algo, b, sizeof(b), ret);
 }
 
 int iver_imalog_entry_build(IverImaTemplate template, uint32_t pcr, IverHashAlgo algo,
@@ -243,7 +234,7 @@ int iver_imalog_entry_new(IverImaTemplate template, uint32_t pcr, IverHashAlgo a
 int iver_imalog_entry_new_buf(uint32_t pcr, IverHashAlgo algo, const char *name, size_t name_len, const uint8_t *buf,
                               size_t buf_len, IverImaEntry **ret) {
         uint8_t d[IVER_DIGEST_MAX];
-        int r = hash_buf(algo, buf, buf_len, d);
+        int r = iver_hash_buf(algo, buf, buf_len, d);
         if (r < 0)
                 return r;
         return iver_imalog_entry_build(IVER_IMA_TEMPLATE_BUF, pcr, algo, d, iver_hash_algo_size(algo), name, name_len, buf, buf_len,

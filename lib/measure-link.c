@@ -51,11 +51,11 @@ int iver_measure_link(int dirfd, const char *path, const IverMeasureOptions *opt
                 m.st = before;
                 if (!same_link(opt->source, &before, &after) || (uint64_t) n != before.size)
                         continue; /* replaced while read */
-                unsigned len = 0;
-                if (EVP_Digest(target, (size_t) n, m.digest.bytes, &len, md, NULL) != 1)
-                        return -EIO;
+                r = iver_hash_buf(opt->algo, target, (size_t) n, m.digest.bytes);
+                if (r < 0)
+                        return r;
                 m.digest.algo = opt->algo;
-                m.digest.len = (uint8_t) len;
+                m.digest.len = (uint8_t) iver_hash_algo_size(opt->algo);
                 m.bytes_hashed += (uint64_t) n;
                 /* a symlink's target never changes in place: no lease needed */
                 m.status = IVER_MEASURE_STABLE;

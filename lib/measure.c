@@ -57,14 +57,6 @@ static bool sigio_safe(void) {
         return pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0 && sigismember(&blocked, SIGIO) == 1;
 }
 
-typedef struct Hasher {
-        EVP_MD_CTX *ctx;
-} Hasher;
-
-static void hasher_done(Hasher *h) {
-        EVP_MD_CTX_free(h->ctx);
-}
-
 /* Hash fd from offset 0. lease: poll F_GETLEASE every chunk bytes and stop
  * with -EAGAIN the moment a break is pending. */
 static int64_t hash_range(int fd, const EVP_MD *md, EVP_MD_CTX *ctx, bool lease, size_t chunk, uint64_t expect,
@@ -111,11 +103,11 @@ int64_t iver_hash_fd(int fd, IverHashAlgo algo, IverDigest *ret) {
         const EVP_MD *md = iver_hash_algo_md(algo);
         if (!md)
                 return -EOPNOTSUPP;
-        _cleanup_(hasher_done) Hasher h = { .ctx = EVP_MD_CTX_new() };
-        if (!h.ctx)
+        EVP_MD_CTX *ctx = iver_digest_thread_ctx();
+        if (!ctx)
                 return -ENOMEM;
         IverDigest d = {};
-        int64_t n = hash_range(fd, md, h.ctx, false, SIZE_MAX, UINT64_MAX, NULL, &d, algo);
+        int64_t n = hash_range(fd, md, ctx, false, SIZE_MAX, UINT64_MAX, NULL, &d, algo);
         if (n >= 0)
                 *ret = d;
         return n;
@@ -269,13 +261,13 @@ static int measure_fd(int fd, const IverMeasureOptions *opt, bool closing, const
         const EVP_MD *md = iver_hash_algo_md(o.algo);
         if (!md)
                 return -EOPNOTSUPP;
-        _cleanup_(hasher_done) Hasher h = { .ctx = EVP_MD_CTX_new() };
-        if (!h.ctx)
+        EVP_MD_CTX *ctx = iver_digest_thread_ctx();
+        if (!ctx)
                 return -ENOMEM;
 
         bool may_lease = o.sigio_ignored || sigio_safe();
         for (m.attempts = 1; m.attempts <= o.max_attempts; m.attempts++) {
-                r = attempt(fd, &o, md, h.ctx, may_lease, closing, m.attempts == 1 ? pre : NULL, pre_at, &m);
+                r = attempt(fd, &o, md, ctx, may_lease, closing, m.attempts == 1 ? pre : NULL, pre_at, &m);
                 if (r != 0)
                         break;
         }
