@@ -59,8 +59,11 @@ void checker_rested(House *m, const char *path, const IverCheckOutcome *o, const
 static void list_now(House *m, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d, bool audit,
                      const uint8_t *sig, size_t sig_len, bool use) {
         m->measurements++;
-        log_measurement(path, o, audit);
-        (void) evidence_record(m->evidence, path, o, d, sig, sig_len, use);
+        /* "Measured" in the journal (and audit) only for what the list
+         * takes: not for a version it has (the same name and content), nor
+         * one held back by the churn limit or the owner's budget */
+        if (evidence_record(m->evidence, path, o, d, sig, sig_len, use) > 0)
+                log_measurement(path, o, audit);
 }
 
 /* A hit through another hard-link name of the inode (the cache keeps one
@@ -128,8 +131,10 @@ void checker_outcome(House *m, const char *path, const IverCheckOutcome *o, cons
                 if (use)
                         rest_forget(m->rest, &o->id); /* listed now, under the name it is used by */
                 m->measurements++;
+                if (evidence_record(m->evidence, path, o, d, sig, sig_len, use) <= 0)
+                        break;
                 log_measurement(path, o, dec->audit);
-                if (evidence_record(m->evidence, path, o, d, sig, sig_len, use) > 0 && o->provisional)
+                if (o->provisional)
                         checker_violation(m, path, d, o->digest.algo,
                                           use ? "open_writers: used while open for write"
                                               : "open_writers: measured while open for write");

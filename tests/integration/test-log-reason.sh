@@ -6,7 +6,8 @@
 # was listed from the record (rest.c keeps the reason). A rename of a measured
 # file is listed under its new name without a hash ("(metadata-only)"), and a
 # file written under a temporary name and renamed over another (dpkg's
-# NAME.dpkg-new → NAME) is not hashed again at the rename. Needs root.
+# NAME.dpkg-new → NAME) is not hashed again at the rename. A version the list
+# already has is not logged as measured. Needs root.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-faults.sh
@@ -64,6 +65,20 @@ ctl settle --timeout 30 >/dev/null || die "no settle after the rename-over"
 after=$(stat_of bytes_hashed)
 [[ $after -eq $before ]] || fail "the upgraded file was hashed again at its rename ($((after - before)) bytes)"
 ctl list "$D/tree/" | grep -q "b.dpkg-new" && fail "the cache still names b.dpkg-new: $(ctl list "$D/tree/")"
+
+# a version the list has already (the same name and content: written back
+# to its first content) is hashed but not listed again, as kernel IMA adds no
+# entry twice: it is not logged as measured either. Every "Measured" line
+# of c is a version in the list.
+for v in first second first; do
+        echo "$v" >"$D/tree/c"
+        ctl settle --timeout 30 >/dev/null || die "no settle after c's $v version"
+done
+logged=$(grep -c "Measured $D/tree/c sha256:" "$D/iverd.log" || true)
+listed=$(awk -v p="$D/tree/c" '$NF == p && $2 !~ /^0+$/' "$D/run/ascii_runtime_measurements" | wc -l)
+echo "c written 3 times (the third back to the first): $listed listed, $logged logged as measured"
+((listed == 2)) || fail "c: $listed entries in the list (expected 2: the third version is the first's)"
+((logged == listed)) || fail "c: $logged versions logged as measured, $listed in the list"
 
 stop_iverd
 [[ $FAILS -eq 0 ]] || exit 1
