@@ -199,9 +199,12 @@ bool watch_add_fd(Watch *w, int dirfd, const char *dir) {
                 return true; /* the filesystem mark sees everything below */
         if (w->budget < 0)
                 w->budget = compute_budget();
-        /* a name longer than PATH_MAX: through the open directory */
+        /* through the open directory when there is one: the watch is on the
+         * directory the walk reads, even if its name was taken by another
+         * directory (or a symlink) since it was opened (off the loop,
+         * dirread.c), and a name longer than PATH_MAX works */
         char proc[64];
-        bool via_fd = dirfd >= 0 && strlen(dir) >= PATH_MAX;
+        bool via_fd = dirfd >= 0;
         if (via_fd)
                 snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dirfd);
         bool ancestor = report_dir_files(w->reports, dir) == DIR_FILES_NONE;
