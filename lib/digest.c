@@ -86,13 +86,20 @@ EVP_MD_CTX *iver_digest_thread_ctx(void) {
         return thread_ctx = ctx;
 }
 
-int iver_hash_buf(IverHashAlgo algo, const void *data, size_t size, uint8_t *ret) {
-        const EVP_MD *md = iver_hash_algo_md(algo);
-        if (!md)
+int iver_digest_start(IverHashAlgo algo, const EVP_MD **ret_md, EVP_MD_CTX **ret_ctx) {
+        if (!(*ret_md = iver_hash_algo_md(algo)))
                 return -EOPNOTSUPP;
-        EVP_MD_CTX *ctx = iver_digest_thread_ctx();
-        if (!ctx)
+        if (!(*ret_ctx = iver_digest_thread_ctx()))
                 return -ENOMEM;
+        return 0;
+}
+
+int iver_hash_buf(IverHashAlgo algo, const void *data, size_t size, uint8_t *ret) {
+        const EVP_MD *md;
+        EVP_MD_CTX *ctx;
+        int r = iver_digest_start(algo, &md, &ctx);
+        if (r < 0)
+                return r;
         if (EVP_DigestInit_ex(ctx, md, NULL) != 1 || EVP_DigestUpdate(ctx, data, size) != 1 ||
             EVP_DigestFinal_ex(ctx, ret, NULL) != 1)
                 return -EIO;

@@ -100,12 +100,11 @@ static int64_t hash_range(int fd, const EVP_MD *md, EVP_MD_CTX *ctx, bool lease,
 }
 
 int64_t iver_hash_fd(int fd, IverHashAlgo algo, IverDigest *ret) {
-        const EVP_MD *md = iver_hash_algo_md(algo);
-        if (!md)
-                return -EOPNOTSUPP;
-        EVP_MD_CTX *ctx = iver_digest_thread_ctx();
-        if (!ctx)
-                return -ENOMEM;
+        const EVP_MD *md;
+        EVP_MD_CTX *ctx;
+        int r = iver_digest_start(algo, &md, &ctx);
+        if (r < 0)
+                return r;
         IverDigest d = {};
         int64_t n = hash_range(fd, md, ctx, false, SIZE_MAX, UINT64_MAX, NULL, &d, algo);
         if (n >= 0)
@@ -254,16 +253,13 @@ static int measure_fd(int fd, const IverMeasureOptions *opt, bool closing, const
         IverMeasureOptions o = *opt;
         IverMeasurement m = { .status = IVER_MEASURE_UNSTABLE, .ima_xattr_r = -ENODATA };
         int64_t cpu0 = o.no_cpu_time ? 0 : iver_thread_cpu_ns();
-        int r = 0;
-
         if (o.max_attempts == 0)
                 o.max_attempts = DEFAULT_ATTEMPTS;
-        const EVP_MD *md = iver_hash_algo_md(o.algo);
-        if (!md)
-                return -EOPNOTSUPP;
-        EVP_MD_CTX *ctx = iver_digest_thread_ctx();
-        if (!ctx)
-                return -ENOMEM;
+        const EVP_MD *md;
+        EVP_MD_CTX *ctx;
+        int r = iver_digest_start(o.algo, &md, &ctx);
+        if (r < 0)
+                return r;
 
         bool may_lease = o.sigio_ignored || sigio_safe();
         for (m.attempts = 1; m.attempts <= o.max_attempts; m.attempts++) {
