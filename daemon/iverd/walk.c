@@ -369,7 +369,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
                 if (!w->cur) {
                         DirRead *d = ready_take(w);
                         if (!d)
-                                break; /* the statx thread are reading: walk_dir_done */
+                                break; /* the statx thread is reading: walk_dir_done */
                         (void) enter(w, d);
                         continue;
                 }

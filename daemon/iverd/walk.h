@@ -14,11 +14,12 @@ typedef struct Walk Walk;
 /* An incremental directory walker run from the event loop, skipping
  * subtrees the policy can never measure. Its directories are opened and
  * read, and their files' statx made, on the statx thread (dirread.h, a
- * buffer at a time, READS_MAX directories out); each step looks at a bounded number of the entries read, adds
- * watches on directories (before they are read, unless a filesystem mark
- * covers them) and hands each file on to its check (walk_dir_done,
- * walk_stat_done): a miss is handed to a worker on that statx. It waits
- * while the hashing window is full or enough batches are out. */
+ * buffer at a time, READS_MAX directories out); each step looks at a
+ * bounded number of the entries read, adds watches on directories (before
+ * they are read, unless a filesystem mark covers them) and hands each file
+ * on to its check (walk_dir_done, walk_stat_done): a miss is handed to a
+ * worker on that statx. It waits while the hashing window is full or enough
+ * batches are out. */
 /* What it finds is reported (reports: file_found, check, dir_entered,
  * dir_wanted, has_room, settled, unmeasurable); statx batches go to workers.
  * reports must outlive the Walk. */

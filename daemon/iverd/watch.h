@@ -22,9 +22,10 @@ int watch_new(sd_event *event, IverContext *ctx, FsTrack *fstrack, const Reports
 Watch *watch_free(Watch *w);
 /* Watch dir (idempotent). */
 void watch_add(Watch *w, const char *dir);
-/* The same for a directory open as dirfd (used when dir is longer than
- * PATH_MAX). True when a filesystem mark covers it (no watch of its own: a
- * change anywhere on that filesystem is seen). */
+/* The same for the directory open as dirfd, named dir: the watch goes on
+ * that directory (through /proc/self/fd), whatever holds the name now and
+ * however long it is. True when a filesystem mark covers it (no watch of its
+ * own: a change anywhere on that filesystem is seen). */
 bool watch_add_fd(Watch *w, int dirfd, const char *dir);
 unsigned watch_count(const Watch *w);
 unsigned watch_failed(const Watch *w);     /* directories left unwatched (limit) */

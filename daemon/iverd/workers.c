@@ -67,11 +67,11 @@ struct Workers {
         size_t light;                   /* small jobs handed over and not yet taken back */
         Job *hashing[HASHING_BUCKETS];  /* jobs of inodes with nlink > 1 in the workers' hands */
         workers_after_hash_fn after_hash;
-        /* the path each worker is at (atomic; NULL: none), for a stall's log
-         * line: a job's path lives until the loop takes the job back, and
-         * only the loop reads these */
+        /* the path each worker (then each statx thread: a directory) is at
+         * (atomic; NULL: none), for a stall's log line: a job's path lives
+         * until the loop takes the job back, and only the loop reads these */
         const char **held;
-        unsigned started;               /* atomic: hands each worker its slot */
+        unsigned started, stat_started; /* atomic: hands each worker, each statx thread its slot */
         unsigned n, n_stat;
         pthread_t stat_threads[STAT_THREADS];
         pthread_t threads[];
@@ -227,12 +227,13 @@ static bool run(Workers *w, Job *j, DirCache *c) {
         return true;
 }
 
-/* Run a batch; jobs that turned out big move to *ret_big. A batch of small
- * files costs one pair of CPU clock reads, shared out by bytes hashed (the
- * ledger's hash_cpu_ns stays a sum of what was spent). */
 static void hold(Workers *w, unsigned self, const char *path) {
         __atomic_store_n(&w->held[self], path, __ATOMIC_RELEASE);
 }
+
+/* Run a batch; jobs that turned out big move to *ret_big. A batch of small
+ * files costs one pair of CPU clock reads, shared out by bytes hashed (the
+ * ledger's hash_cpu_ns stays a sum of what was spent). */
 
 static void run_batch(Workers *w, unsigned self, DirCache *c, List *batch, List *ret_big) {
         bool timed = batch->n > 1;
@@ -307,6 +308,8 @@ static void done_wake(Workers *w) {
 /* A statx thread: the walk's directories and statx batches, one at a time. */
 static void *stat_main(void *arg) {
         Workers *w = arg;
+        /* its slot in held[] after the hashing workers' (w->n is final before it starts) */
+        unsigned self = w->n + __atomic_fetch_add(&w->stat_started, 1, __ATOMIC_RELAXED);
         pthread_mutex_lock(&w->lock);
         for (;;) {
                 while (!w->stat.head && !w->stopping)
@@ -316,10 +319,12 @@ static void *stat_main(void *arg) {
                 Job *j = take(&w->stat);
                 w->quick_running++;
                 pthread_mutex_unlock(&w->lock);
+                hold(w, self, j->dir ? j->dir->path : j->stat->dir);
                 if (j->dir)
                         dir_read_run(j->dir);
                 else
                         stat_run(j->stat);
+                hold(w, self, NULL);
                 pthread_mutex_lock(&w->lock);
                 w->quick_running--;
                 w->finished++;
@@ -393,7 +398,7 @@ int workers_new(unsigned n, workers_after_hash_fn after_hash, Workers **ret) {
         if (!w)
                 return -ENOMEM;
         w->after_hash = after_hash;
-        w->held = calloc(n, sizeof(*w->held));
+        w->held = calloc(n + STAT_THREADS, sizeof(*w->held));
         if (!w->held) {
                 free(w);
                 return -ENOMEM;
@@ -584,7 +589,7 @@ void workers_held(Workers *w, char *buf, size_t size) {
         if (size == 0)
                 return;
         buf[0] = 0;
-        for (unsigned i = 0; i < w->n && len + 1 < size; i++) {
+        for (unsigned i = 0; i < w->n + w->n_stat && len + 1 < size; i++) {
                 const char *p = __atomic_load_n(&w->held[i], __ATOMIC_ACQUIRE);
                 if (!p)
                         continue;

@@ -119,6 +119,7 @@ unsigned workers_count(const Workers *w);
  * seconds; big files alone owe none (a hash may take minutes). *ret_finished:
  * hand-offs (batches, big files) the workers finished so far. */
 bool workers_owe_progress(Workers *w, uint64_t *ret_finished);
-/* The paths the workers are at now, ", "-separated into buf (cut at size;
- * empty: none), for a stall's log line. Loop thread only. */
+/* The paths the workers (and the statx thread: a directory) are at now,
+ * ", "-separated into buf (cut at size; empty: none), for a stall's log
+ * line. Loop thread only. */
 void workers_held(Workers *w, char *buf, size_t size);

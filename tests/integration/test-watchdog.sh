@@ -8,7 +8,9 @@
 #  (a) WATCHDOG=1 stops (no ping for 2.5 s) and one error line names the stall
 #      and a file a worker is stuck at;
 #  (b) the group closed, the workers go on: pings resume within 5 s, and every
-#      file reaches the list.
+#      file reaches the list;
+#  (c) the walk's statx thread held in the open of a directory: the stall line
+#      names that directory, and its file is listed once the open goes on.
 # Fails with a watchdog fed by the loop alone (pings every second throughout).
 set -euo pipefail
 BUILD=${IVER_BUILD_DIR:-/work/main/build}
@@ -35,25 +37,30 @@ NOTIFY_PID=$!
 for _ in $(seq 100); do [ -S "$D/notify.sock" ] && break; sleep 0.05; done
 [ -S "$D/notify.sock" ] || fail "notify socket did not come up"
 
-# a permission group on every file, never answered: opens wait until it closes
-python3 - "$D/held" "$D"/tree/f* <<'PY' &
+# a permission group on every PATH, never answered: opens wait until it
+# closes (directories too: FAN_ONDIR)
+hold() { # PATH...
+        rm -f "$D/held"
+        python3 - "$D/held" "$@" <<'PY' &
 import ctypes, os, signal, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.fanotify_mark.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p]
-FAN_CLOEXEC, FAN_CLASS_CONTENT, FAN_MARK_ADD, FAN_OPEN_PERM, AT_FDCWD = 0x1, 0x4, 0x1, 0x10000, -100
+FAN_CLOEXEC, FAN_CLASS_CONTENT, FAN_MARK_ADD, FAN_OPEN_PERM, FAN_ONDIR, AT_FDCWD = 0x1, 0x4, 0x1, 0x10000, 0x40000000, -100
 fd = libc.fanotify_init(FAN_CLOEXEC | FAN_CLASS_CONTENT, os.O_RDONLY)
 if fd < 0:
     sys.exit("fanotify_init: " + os.strerror(ctypes.get_errno()))
 for p in sys.argv[2:]:
-    if libc.fanotify_mark(fd, FAN_MARK_ADD, FAN_OPEN_PERM, AT_FDCWD, p.encode()) < 0:
+    if libc.fanotify_mark(fd, FAN_MARK_ADD, FAN_OPEN_PERM | FAN_ONDIR, AT_FDCWD, p.encode()) < 0:
         sys.exit("fanotify_mark %s: %s" % (p, os.strerror(ctypes.get_errno())))
 open(sys.argv[1], "w").close()
 while True:
     signal.pause()
 PY
-HOLD_PID=$!
-for _ in $(seq 100); do [ -e "$D/held" ] && break; sleep 0.05; done
-[ -e "$D/held" ] || fail "the permission group did not come up"
+        HOLD_PID=$!
+        for _ in $(seq 100); do [ -e "$D/held" ] && break; sleep 0.05; done
+        [ -e "$D/held" ] || fail "the permission group did not come up"
+}
+hold "$D"/tree/f*
 
 step "(a) every worker held in open: the watchdog goes unfed"
 WATCHDOG_USEC=4000000 NOTIFY_SOCKET="$D/notify.sock" IVERD_LOG_STDERR=1 "$BUILD/iverd" --policy "$D/p.policy" \
@@ -92,4 +99,22 @@ for _ in $(seq 200); do [ "$(grep -c "$D/tree/f" "$D/run/ascii_runtime_measureme
 n=$(grep -c "$D/tree/f" "$D/run/ascii_runtime_measurements" || true)
 [ "$n" -ge $FILES ] || fail "$n of $FILES files listed after the workers went on"
 echo "all $FILES files listed"
+
+step "(c) the walk's statx thread held in a directory's open: the stall line names the directory"
+stop "$IVERD_PID"; IVERD_PID=
+mkdir -p "$D/tree2/sub"
+echo "file" >"$D/tree2/sub/g"
+printf 'measure path="%s/tree/**"\nmeasure path="%s/tree2/**"\n' "$D" "$D" >"$D/p.policy"
+hold "$D/tree2/sub"
+: >"$D/iverd.log"
+WATCHDOG_USEC=4000000 NOTIFY_SOCKET="$D/notify.sock" IVERD_LOG_STDERR=1 "$BUILD/iverd" --policy "$D/p.policy" \
+        --runtime-dir "$D/run" --state-dir "$D/state" --tpm none --on-access none >>"$D/iverd.log" 2>&1 &
+IVERD_PID=$!
+for _ in $(seq 300); do grep -q "made no progress" "$D/iverd.log" && break; sleep 0.05; done
+grep "made no progress" "$D/iverd.log" || true
+grep -q "made no progress.*at: [^)]*$D/tree2/sub" "$D/iverd.log" || fail "no stall line naming the held directory within 15 s"
+stop "$HOLD_PID"; HOLD_PID=
+for _ in $(seq 200); do grep -q "$D/tree2/sub/g" "$D/run/ascii_runtime_measurements" 2>/dev/null && break; sleep 0.05; done
+grep -q "$D/tree2/sub/g" "$D/run/ascii_runtime_measurements" || fail "the file in the held directory was not listed after it went on"
+echo "the held directory's file listed once it went on"
 echo; echo "PASS"
