@@ -69,6 +69,17 @@ uint32_t iver_cache_find_path(const IverCache *c, const char *path, size_t len) 
         return s && *s != SLOT_EMPTY ? slot_num(*s) : IVER_CACHE_NONE;
 }
 
+bool iver_cache_has_dir(const IverCache *c, const char *dir, size_t len) {
+        char key[4096]; /* the directory's record: its bytes and the '/' */
+        if (len + 1 > sizeof(key))
+                return true;
+        memcpy(key, dir, len);
+        if (!(len == 1 && dir[0] == '/'))
+                key[len++] = '/';
+        const uint32_t *s = cache_index_find_dir(c, hash_bytes(c, key, len), key, len);
+        return s && *s != SLOT_EMPTY;
+}
+
 void iver_cache_get(const IverCache *c, uint32_t idx, IverEntry *ret) {
         assert(idx < c->n);
         const CacheEntry *e = entry(c, idx);

@@ -260,6 +260,29 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
         return 1;
 }
 
+int iver_check_begin_unseen(IverContext *ctx, const char *path, uint32_t dev, uint64_t ino, IverHashAlgo algo,
+                            IverPending *pending) {
+        IverCookieSource source = iver_cookie_table_peek(ctx->cookies, dev);
+        if (source < 0 || !iver_lease_proves_fs(iver_cookie_table_fs_magic(ctx->cookies, dev)))
+                return 0; /* a first look at the filesystem, or one whose files are looked at first */
+        if (iver_cache_find_inode(ctx->cache, dev, ino) != IVER_CACHE_NONE)
+                return 0; /* on record: the hit rule needs its statx */
+        if (algo < 0 || algo >= _IVER_HASH_MAX)
+                algo = ctx->opt.algo;
+        /* another inode recorded under this name is replaced (finish) */
+        uint32_t idx = iver_cache_find_path(ctx->cache, path, strlen(path));
+        *pending = (IverPending) {
+                .st = { .dev = dev, .ino = ino, .mode = S_IFREG, .nlink = 1, .uid = IVER_UID_UNKNOWN },
+                .source = source,
+                .idx = idx,
+                .iverd_rehash = true,
+                .algo = algo,
+                .reason = idx == IVER_CACHE_NONE ? IVER_REASON_NEW : IVER_REASON_IDENTITY,
+                .unseen = true,
+        };
+        return 1;
+}
+
 bool iver_check_peek(const IverContext *ctx, const IverStat *st, IverHashAlgo algo) {
         if (!S_ISREG(st->mode))
                 return false;
@@ -287,6 +310,7 @@ IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const Iver
                 .getversion = (int8_t) iver_cookie_table_getversion(ctx->cookies, pending->st.dev),
                 .fs_dev_checked = magic != 0 && !iver_fs_is_pseudo(magic, NULL),
                 .fs_dev = pending->st.dev,
+                .lease_proves = iver_lease_proves_fs(magic),
         };
 }
 
@@ -428,7 +452,7 @@ int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pen
                 .digest = m->digest,
                 .cookie = cookie,
                 .id = e.id,
-                .owner = pending->st.uid,
+                .owner = st->uid, /* of the version hashed */
                 .idx = idx,
                 .bytes_hashed = m->bytes_hashed,
                 .reason = pending->reason,

@@ -8,7 +8,15 @@
  * it cannot be taken while anyone holds the file open for writing or mapped
  * writable, and any new open for writing breaks it. A held lease makes that
  * writer wait, so it is polled between chunks and released at once when a
- * break is pending: a writer waits at most one chunk. */
+ * break is pending: a writer waits at most one chunk.
+ *
+ * Where the lease proves the content (IverMeasureOptions.lease_proves) and
+ * the caller made no statx, the order is open, lease, statx, read, close: the
+ * statx of the open file under the lease is the observation, and nothing
+ * can change the content until the close unless the kernel revokes the
+ * lease, which it does only lease-break-time (at least one second when not
+ * 0, which never revokes) after a writer asked. A file read in one chunk
+ * well within that needs no statx after it. */
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <signal.h>
@@ -27,6 +35,22 @@
 #define READ_BUF (128U * 1024U)
 #define DEFAULT_CHUNK (1024U * 1024U)
 #define DEFAULT_ATTEMPTS 3U
+/* A lease held no longer than this cannot have been revoked: the kernel
+ * lets a waiting writer in lease-break-time after its open (whole seconds;
+ * 0: never), and the lease was taken before this is counted from. */
+#define LEASE_PROOF_NS (500 * 1000 * 1000LL)
+
+bool iver_lease_proves_fs(uint64_t magic) {
+        switch ((uint32_t) magic) {
+        case 0xEF53U:     /* ext2/3/4 */
+        case 0x58465342U: /* xfs */
+        case 0x9123683EU: /* btrfs */
+        case 0x01021994U: /* tmpfs */
+                return true;
+        default:
+                return false;
+        }
+}
 
 static const char *const status_names[_IVER_MEASURE_MAX] = {
         [IVER_MEASURE_STABLE] = "stable",
@@ -162,13 +186,13 @@ static int observe_before(int fd, const IverMeasureOptions *o, bool want_version
 /* Hashes the file and keeps the digest only if the statx after matches "before":
  * 1 with a result, 0 to retry. */
 static int hash_and_compare(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD_CTX *ctx, bool leased,
-                            bool want_version, const IverStat *before, IverMeasurement *m) {
+                            int64_t leased_at, bool want_version, const IverStat *before, IverMeasurement *m) {
         IverStat after;
         IverDigest d = {};
         int r;
+        size_t chunk = o->chunk_size ?: DEFAULT_CHUNK;
 
-        int64_t n = hash_range(fd, md, ctx, leased, o->chunk_size ?: DEFAULT_CHUNK, before->size, o->cancel, &d,
-                               o->algo);
+        int64_t n = hash_range(fd, md, ctx, leased, chunk, before->size, o->cancel, &d, o->algo);
         if (n == -EAGAIN) {
                 m->lease_broken = true;
                 return 0;
@@ -176,6 +200,16 @@ static int hash_and_compare(int fd, const IverMeasureOptions *o, const EVP_MD *m
         if (n < 0)
                 return (int) n;
         m->bytes_hashed += (uint64_t) n;
+        /* leased_at: "before" was taken from the open file under a lease that
+         * proves the content (see the top); read in one chunk, all of it, in
+         * less than the least lease-break-time: the lease still held */
+        if (leased_at > 0 && !o->read_ima_xattr && (uint64_t) n <= chunk && (uint64_t) n == before->size &&
+            before->dev == o->fs_dev && iver_now_ns() - leased_at < LEASE_PROOF_NS) {
+                m->st = *before;
+                m->digest = d;
+                m->status = IVER_MEASURE_STABLE;
+                return 1;
+        }
         if (o->read_ima_xattr) {
                 /* between hash and closing statx: covered by the cookie check */
                 iver_measurement_done(m);
@@ -193,7 +227,7 @@ static int hash_and_compare(int fd, const IverMeasureOptions *o, const EVP_MD *m
          * the ctime the statx after compares (multigrain: later than the one
          * seen; coarse: the racy guard). What was hashed is a version that
          * existed under this cookie; the waiting writer is let in by close. */
-        if (leased && (uint64_t) n > (o->chunk_size ?: DEFAULT_CHUNK) && fcntl(fd, F_GETLEASE) != F_RDLCK) {
+        if (leased && (uint64_t) n > chunk && fcntl(fd, F_GETLEASE) != F_RDLCK) {
                 m->lease_broken = true;
                 return 0;
         }
@@ -212,9 +246,11 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
         bool want_version = o->source == IVER_COOKIE_STATX_VERSION;
         IverStat before;
         bool leased = false;
+        int64_t lease_at = 0;
         int r;
 
         if (may_lease) {
+                lease_at = iver_now_ns();
                 if (fcntl(fd, F_SETLEASE, F_RDLCK) == 0)
                         leased = true;
                 else if (errno == EAGAIN && o->defer_writers) {
@@ -231,9 +267,12 @@ static int attempt(int fd, const IverMeasureOptions *o, const EVP_MD *md, EVP_MD
                  * in a provisional result. */
         }
 
+        /* no "before" of the caller's, and a lease that proves: the statx of
+         * the open file now, under the lease, is the observation */
+        bool proves = leased && !pre && o->lease_proves;
         r = observe_before(fd, o, want_version, pre, pre_at, m, &before);
         if (r == 0)
-                r = hash_and_compare(fd, o, md, ctx, leased, want_version, &before, m);
+                r = hash_and_compare(fd, o, md, ctx, leased, proves ? lease_at : 0, want_version, &before, m);
         /* closing: the caller closes fd right after a final result, and the
          * close ends the lease (one fcntl fewer a file) */
         if (leased && (r == 0 || !closing))
@@ -287,6 +326,15 @@ int iver_measure_fd(int fd, const IverMeasureOptions *opt, IverMeasurement *ret)
         return measure_fd(fd, opt, false, NULL, 0, ret); /* the caller's fd: the lease ends here */
 }
 
+/* The fd a measurement reads, or -errno (-ELOOP: a symlink). */
+static int open_to_measure(int dirfd, const char *path) {
+        int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+        int fd = openat(dirfd, path, flags | O_NOATIME);
+        if (fd < 0 && errno == EPERM) /* O_NOATIME needs ownership or CAP_FOWNER */
+                fd = openat(dirfd, path, flags);
+        return fd < 0 ? negative_errno() : fd;
+}
+
 int iver_measure_stat(int dirfd, const char *path, const IverStat *st, int64_t st_at, const IverMeasureOptions *opt,
                       IverMeasurement *ret) {
         /* Never open what is not a regular file: a FIFO must not block, a
@@ -296,14 +344,18 @@ int iver_measure_stat(int dirfd, const char *path, const IverStat *st, int64_t s
                 return 0;
         }
 
-        int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
-        _cleanup_close_ int fd = openat(dirfd, path, flags | O_NOATIME);
-        if (fd < 0 && errno == EPERM) /* O_NOATIME needs ownership or CAP_FOWNER */
-                fd = openat(dirfd, path, flags);
+        _cleanup_close_ int fd = open_to_measure(dirfd, path);
         if (fd < 0)
-                return errno == ELOOP ? (*ret = (IverMeasurement) { .status = IVER_MEASURE_NOT_REGULAR, .st = *st }, 0)
-                                      : negative_errno();
+                return fd == -ELOOP ? (*ret = (IverMeasurement) { .status = IVER_MEASURE_NOT_REGULAR, .st = *st }, 0)
+                                    : fd;
         return measure_fd(fd, opt, true, st, st_at, ret); /* closed on return */
+}
+
+int iver_measure_open(int dirfd, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
+        _cleanup_close_ int fd = open_to_measure(dirfd, path);
+        if (fd < 0)
+                return fd == -ELOOP ? (*ret = (IverMeasurement) { .status = IVER_MEASURE_NOT_REGULAR }, 0) : fd;
+        return measure_fd(fd, opt, true, NULL, 0, ret); /* closed on return */
 }
 
 int iver_measure(int dirfd, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {

@@ -186,6 +186,14 @@ bool iver_policy_wants_opens(const IverPolicy *p) {
         return false;
 }
 
+bool iver_policy_uses_file_attrs(const IverPolicy *p) {
+        const unsigned file = (1u << COND_FOWNER) | (1u << COND_MODE) | (1u << COND_SIZE_LE) | (1u << COND_SIZE_GE);
+        for (size_t i = 0; p && i < p->n_rules; i++)
+                if (p->rules[i].set & file)
+                        return true;
+        return false;
+}
+
 bool iver_policy_uses_subject(const IverPolicy *p) {
         for (size_t i = 0; p && i < p->n_rules; i++)
                 if (p->rules[i].set & (1u << COND_UID))

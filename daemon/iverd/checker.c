@@ -78,6 +78,41 @@ static void job_decided(House *m, Job *j, const IverDecision *dec) {
         j->dec = *dec;
 }
 
+/* A check begun (p) goes to a worker. walked: path is the walk's
+ * (check_observed). */
+static bool hand_over(House *m, const char *path, const IverDecision *dec, const IverPending *p, int64_t st_at,
+                      bool walked) {
+        if (walked) {
+                const char *owned;
+                int r = queue_push_inflight(m->queue, path, &owned);
+                if (r < 0)
+                        return false; /* the caller queues it, or says why it cannot */
+                if (r == 0)
+                        return true;  /* a check of path is pending: it looks again */
+                path = owned;
+        }
+        Job *j = calloc(1, sizeof(*j));
+        if (!j) {
+                m->errors++;
+                if (walked)
+                        queue_done(m->queue, path);
+                return true;
+        }
+        j->path = path;
+        job_decided(m, j, dec);
+        j->pending = *p;
+        j->stat_at = st_at;
+        j->opt = iver_check_measure_options(m->ctx, p);
+        /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
+        j->opt.read_ima_xattr = dec->flags & IVER_CHECK_SIGNATURE_BOUND;
+        /* a file open for write is looked at when its writer is done (its
+         * close, or the re-checks), not read now: a provisional digest would
+         * be listed only at the last re-check (checker_outcome) */
+        j->opt.defer_writers = !recheck_is_final(m->recheck, path);
+        (void) workers_submit_or_follow(m->workers, j); /* another name of an inode being hashed: not again */
+        return walked;
+}
+
 /* After the statx: policy, cache lookup, and the hand-off to a worker.
  * path is the queue's (dispatch), or the walker's own (walked): then a miss
  * takes a queue node in flight here and starts at once, on the walker's
@@ -119,35 +154,7 @@ static bool check_observed(House *m, const char *path, const IverStat *st, int64
                 checker_outcome(m, path, &o, &dec, NULL, 0, false);
                 return true;
         }
-        if (walked) {
-                const char *owned;
-                r = queue_push_inflight(m->queue, path, &owned);
-                if (r < 0)
-                        return false; /* the caller queues it, or says why it cannot */
-                if (r == 0)
-                        return true;  /* a check of path is pending: it looks again */
-                path = owned;
-        }
-        Job *j = calloc(1, sizeof(*j));
-        if (!j) {
-                m->errors++;
-                if (walked)
-                        queue_done(m->queue, path);
-                return true;
-        }
-        j->path = path;
-        job_decided(m, j, &dec);
-        j->pending = p;
-        j->stat_at = st_at;
-        j->opt = iver_check_measure_options(m->ctx, &p);
-        /* security.ima read from the fd it hashes: appraised, or listed (ima-sig) */
-        j->opt.read_ima_xattr = dec.flags & IVER_CHECK_SIGNATURE_BOUND;
-        /* a file open for write is looked at when its writer is done (its
-         * close, or the re-checks), not read now: a provisional digest would
-         * be listed only at the last re-check (checker_outcome) */
-        j->opt.defer_writers = !recheck_is_final(m->recheck, path);
-        (void) workers_submit_or_follow(m->workers, j); /* another name of an inode being hashed: not again */
-        return walked;
+        return hand_over(m, path, &dec, &p, st_at, walked);
 }
 
 /* The name a use of the file st (seen as path through the event fd's link)
@@ -394,6 +401,24 @@ bool checker_scan_observed(House *m, const char *path, const IverStat *st, int64
         return check_observed(m, path, st, st_at, true);
 }
 
+bool checker_scan_named(House *m, const char *path, uint32_t dev, uint64_t ino) {
+        if (!m->gen->by_path)
+                return false; /* reloaded since the walk read the directory */
+        /* what the decision looks at: the path, and the filesystem (the
+         * directory's; a file mounted over another is re-decided on the
+         * version hashed, job_hashed_version) */
+        IverStat st = { .dev = dev, .ino = ino, .mode = S_IFREG, .nlink = 1, .uid = IVER_UID_UNKNOWN };
+        IverDecision dec;
+        IverPending p;
+        /* not measured by its path: decided on its statx (the file may be
+         * on another filesystem than its directory) */
+        if (!checker_decide(m, m->gen, path, &st, IVER_UID_UNKNOWN, &dec) ||
+            iver_check_begin_unseen(m->ctx, path, dev, ino, dec.algo, &p) <= 0)
+                return false;
+        onaccess_add_file(m->onaccess, dev, path);
+        return hand_over(m, path, &dec, &p, 0, true);
+}
+
 bool checker_has_room(const House *m) {
         return workers_light(m->workers) < m->max_inflight;
 }
@@ -467,6 +492,13 @@ static void job_hashed_version(House *m, Job *j, const IverCheckOutcome *o) {
         const IverFileAttr *was = &j->dec.attr;
         if (st->uid == was->owner && st->mode == was->mode && st->size == was->size && st->dev == j->pending.st.dev)
                 return;
+        if (j->pending.unseen && j->gen->by_path && st->dev == j->pending.st.dev) {
+                /* decided on its path and filesystem alone: that stands */
+                j->dec.attr.owner = st->uid;
+                j->dec.attr.mode = st->mode;
+                j->dec.attr.size = st->size;
+                return;
+        }
         IverFileAttr attr = file_attr_use(m, NULL, st, was->subject_uid, was->func);
         IverDecision dec;
         iver_check_decide(j->gen->policy, j->path, &attr, j->gen->hash, &dec);
@@ -488,6 +520,12 @@ static void job_hashed_version(House *m, Job *j, const IverCheckOutcome *o) {
 static void follower_done(House *m, Job *f) {
         IverPending p;
         IverCheckOutcome o;
+        if (f->pending.unseen) { /* found by name: checked now on a statx of its own */
+                if (check_path(m, f->path))
+                        queue_done(m->queue, f->path);
+                job_free(f);
+                return;
+        }
         int r = iver_check_begin_stat(m->ctx, AT_FDCWD, f->path, &f->pending.st, f->pending.algo, f->dec.flags, &p,
                                       &o);
         if (r > 0) {

@@ -28,6 +28,13 @@ bool checker_decide(House *m, const Generation *g, const char *path, const IverS
  * Returns true when done (the usual unchanged file) or handed over; false
  * when the file must go through the queue. */
 bool checker_scan_observed(House *m, const char *path, const IverStat *st, int64_t st_at);
+/* The same for a regular file the walk found by name (dev: its directory's,
+ * ino: the directory entry's), before any statx: under a policy that
+ * decides by path alone, a file to be measured that nothing is on record for
+ * goes to a worker at once, whose own statx of the open file is the
+ * observation (iver_check_begin_unseen). Returns false when the file needs
+ * the walk's statx (checker_scan_observed) instead. */
+bool checker_scan_named(House *m, const char *path, uint32_t dev, uint64_t ino);
 /* Whether the pool takes more small files now (the in-flight window). */
 bool checker_has_room(const House *m);
 /* Whether it is at most half full: the walk resumes then, to hand over many

@@ -79,8 +79,10 @@ static void read_buffer(DirRead *d) {
                             (d->files == DIR_FILES_NONE || (type != DT_REG && type != DT_LNK && type != DT_UNKNOWN)))
                                 continue;
                         DirEntryRead *e = &d->e[d->n++];
-                        *e = (DirEntryRead) { .name_off = (uint16_t) (name - d->buf), .stat = -1, .type = type };
-                        if (d->files == DIR_FILES_ALL && type != DT_DIR && d->n_stats < READ_STATS_MAX) {
+                        *e = (DirEntryRead) { .ino = de->d_ino, .name_off = (uint16_t) (name - d->buf), .stat = -1,
+                                              .type = type };
+                        if (d->files == DIR_FILES_ALL && !d->names_only && type != DT_DIR &&
+                            d->n_stats < READ_STATS_MAX) {
                                 DirStatRead *sr = &d->stats[d->n_stats];
                                 e->stat = (int16_t) d->n_stats++;
                                 sr->at = iver_now_ns();

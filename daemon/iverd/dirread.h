@@ -35,6 +35,7 @@ typedef struct DirStatRead {
 } DirStatRead;
 
 typedef struct DirEntryRead {
+        uint64_t ino;           /* d_ino */
         uint16_t name_off;      /* its NUL-terminated name in buf */
         int16_t stat;           /* its statx in stats[], or -1: none made */
         uint8_t type;           /* DT_DIR, DT_REG, DT_LNK (DT_UNKNOWN resolved by fstatat, or left) */
@@ -43,7 +44,9 @@ typedef struct DirEntryRead {
 typedef struct DirRead {
         /* in (the loop) */
         char *path;             /* owned */
-        DirFiles files;         /* ALL: the thread statx'es files; SOME, NONE: names only */
+        DirFiles files;         /* ALL: the thread statx'es files (unless names_only); SOME, NONE: names
+                                 * only */
+        bool names_only;        /* no statx: the loop looks at the names (and d_ino) first */
         uint32_t covered_dev;   /* a filesystem watched as a whole (0: none): a directory on it is read
                                  * at once */
         iver_statx_fn statx;

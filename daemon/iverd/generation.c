@@ -16,7 +16,7 @@ int generation_new(uint64_t number, IverPolicy *policy, IverKeyring *keyring, Iv
                 return -ENOMEM;
         }
         *g = (Generation) { .refs = 1, .number = number, .policy = policy, .keyring = keyring, .hash = hash,
-                            .source = source };
+                            .source = source, .by_path = !iver_policy_uses_file_attrs(policy) };
         *ret = g;
         return 0;
 }

@@ -19,6 +19,8 @@ typedef struct Generation {
         IverKeyring *keyring;       /* appraisal keys */
         IverHashAlgo hash;          /* Hash= at load */
         char *source;               /* what was loaded (status "policy") */
+        bool by_path;               /* no rule looks at a file's attributes (iver_policy_uses_file_attrs):
+                                     * a scan decides a file by its path and filesystem alone */
 } Generation;
 
 /* Takes policy, keyring and source (freed on failure too). */

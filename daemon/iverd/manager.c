@@ -125,6 +125,15 @@ static bool on_report_file_found(void *userdata, const char *path, const IverSta
         return checker_scan_observed(house_of(userdata), path, st, st_at);
 }
 
+static bool on_report_names_suffice(void *userdata, const char *dir) {
+        Manager *m = userdata;
+        return m->h.gen->by_path && !iver_cache_has_dir(iver_context_cache(m->h.ctx), dir, strlen(dir));
+}
+
+static bool on_report_file_named(void *userdata, const char *path, uint32_t dev, uint64_t ino) {
+        return checker_scan_named(house_of(userdata), path, dev, ino);
+}
+
 static bool on_report_has_room(void *userdata, bool refill) {
         return refill ? checker_window_low(house_of(userdata)) : checker_has_room(house_of(userdata));
 }
@@ -152,6 +161,8 @@ static void reports_init(Manager *m) {
                 .settled = on_report_settled,
                 .dir_entered = on_report_dir_entered,
                 .file_found = on_report_file_found,
+                .names_suffice = on_report_names_suffice,
+                .file_named = on_report_file_named,
                 .has_room = on_report_has_room,
                 .unmeasurable = on_report_unmeasurable,
                 .unlisted = on_report_unlisted,

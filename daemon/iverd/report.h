@@ -53,6 +53,16 @@ typedef struct Reports {
          * iver_now_ns): true when it is done with or handed over, false when
          * it must go through the queue (check) */
         bool (*file_found)(void *userdata, const char *path, const IverStat *st, int64_t st_at);
+        /* whether the files directly in dir may be reported by name
+         * (file_named) before any statx: the policy decides a file by its
+         * path alone (no rule looks at a file's attributes), and nothing is
+         * on record in dir (else the statx made with the directory's read
+         * serves the hit rule best) */
+        bool (*names_suffice)(void *userdata, const char *dir);
+        /* the walk found a regular file by name, no statx made (dev: its
+         * directory's; ino: the directory entry's): true when it is done
+         * with or handed over, false when it needs its statx (file_found) */
+        bool (*file_named)(void *userdata, const char *path, uint32_t dev, uint64_t ino);
         /* whether the hashing window takes more files (refill: it is at most
          * half full, so that a resumed walk hands over many at once) */
         bool (*has_room)(void *userdata, bool refill);
@@ -106,6 +116,12 @@ static inline bool report_dir_entered(const Reports *r, int dirfd, const char *d
 }
 static inline bool report_file_found(const Reports *r, const char *path, const IverStat *st, int64_t st_at) {
         return r && r->file_found ? r->file_found(r->userdata, path, st, st_at) : false;
+}
+static inline bool report_names_suffice(const Reports *r, const char *dir) {
+        return r && r->names_suffice ? r->names_suffice(r->userdata, dir) : false;
+}
+static inline bool report_file_named(const Reports *r, const char *path, uint32_t dev, uint64_t ino) {
+        return r && r->file_named ? r->file_named(r->userdata, path, dev, ino) : false;
 }
 static inline bool report_has_room(const Reports *r, bool refill) {
         return r && r->has_room ? r->has_room(r->userdata, refill) : true;

@@ -223,6 +223,7 @@ static int reads_submit(Walk *w) {
                 d->covered_dev = t->covered;
                 free(t);
                 d->files = report_dir_files(w->reports, d->path);
+                d->names_only = report_names_suffice(w->reports, d->path);
                 /* as iver_context_stat() makes it */
                 d->statx = iver_context_statx(w->ctx);
                 d->want_version = iver_cookie_table_wants_version(iver_context_cookies(w->ctx));
@@ -338,6 +339,13 @@ static int entry(Walk *w, const DirEntryRead *e) {
                 if (sr->r < 0 || !report_file_found(w->reports, p, &sr->st, sr->at))
                         report_check(w->reports, p);
                 return 0;
+        }
+        if (w->cur->names_only && e->type == DT_REG) { /* first by name: a file new to the cache needs no statx */
+                _cleanup_free_ char *p = path_join(w->cur->path, name);
+                if (!p)
+                        return log_error_errno(-ENOMEM, "Out of memory while walking");
+                if (report_file_named(w->reports, p, w->cur->dev, e->ino))
+                        return 0;
         }
         /* the statx on a statx thread, the rest when it is back */
         if (batch_add(w, name) < 0) {

@@ -65,7 +65,7 @@ struct Workers {
         /* loop thread only */
         List stage;
         size_t light;                   /* small jobs handed over and not yet taken back */
-        Job *hashing[HASHING_BUCKETS];  /* jobs of inodes with nlink > 1 in the workers' hands */
+        Job *hashing[HASHING_BUCKETS];  /* indexed jobs in the workers' hands (hashing_indexed) */
         workers_after_hash_fn after_hash;
         /* the path each worker (then each statx thread: a directory) is at
          * (atomic; NULL: none), for a stall's log line: a job's path lives
@@ -209,6 +209,8 @@ static bool run(Workers *w, Job *j, DirCache *c) {
                 j->r = workers_measure_path(j->path, &o, &j->m);
         else if (dfd < 0)
                 j->r = dfd;
+        else if (!j->big && j->pending.unseen) /* found by name: the open file's statx is the observation */
+                j->r = iver_measure_open(dfd, name, &o, &j->m);
         else if (!j->big) /* the loop's statx (walk or dispatch) is the first attempt's "before" */
                 j->r = iver_measure_stat(dfd, name, &j->pending.st, j->stat_at, &o, &j->m);
         else {
@@ -492,8 +494,14 @@ static Job **hashing_bucket(Workers *w, uint32_t dev, uint64_t ino) {
         return &w->hashing[mix64(ino ^ ((uint64_t) dev << 40)) & (HASHING_BUCKETS - 1)];
 }
 
+/* Jobs of inodes with more than one name, and of files found by name (the
+ * inode's names unknown: another name may come next in the walk). */
+static bool hashing_indexed(const Job *j) {
+        return !j->by_fd && (j->pending.st.nlink > 1 || j->pending.unseen);
+}
+
 static void hashing_add(Workers *w, Job *j) {
-        if (j->by_fd || j->pending.st.nlink <= 1)
+        if (!hashing_indexed(j))
                 return;
         Job **b = hashing_bucket(w, j->pending.st.dev, j->pending.st.ino);
         j->hashing_next = *b;
@@ -540,7 +548,7 @@ void workers_submit(Workers *w, Job *j) {
 }
 
 bool workers_submit_or_follow(Workers *w, Job *j) {
-        if (!j->by_fd && j->pending.st.nlink > 1)
+        if (hashing_indexed(j))
                 for (Job *l = *hashing_bucket(w, j->pending.st.dev, j->pending.st.ino); l; l = l->hashing_next)
                         if (same_observation(&l->pending, &j->pending) &&
                             l->opt.read_ima_xattr == j->opt.read_ima_xattr) {

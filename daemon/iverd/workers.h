@@ -55,11 +55,12 @@ typedef struct Job {
         bool by_fd;
         int fd;
         uint64_t waiter;           /* the permission event waiting for this job (0: none) */
-        /* hard links (loop thread only): a job of an inode with nlink > 1 is
+        /* hard links (loop thread only): a job of an inode with nlink > 1,
+         * or of a file found by name (pending.unseen: its links unknown), is
          * indexed while in the workers' hands; another name of it observed at
-         * the same cookie meanwhile follows it instead of being hashed, and
-         * comes back with it (workers_take_done) to be checked again: then a
-         * hit on the digest just recorded */
+         * the same cookie (or found by name too) meanwhile follows it instead
+         * of being hashed, and comes back with it (workers_take_done) to be
+         * checked again: then a hit on the digest just recorded */
         struct Job *followers;
         struct Job *hashing_next;  /* the index's chain */
         bool hashing;              /* in the index */
@@ -87,8 +88,8 @@ size_t workers_light(const Workers *w);
 /* The same, ahead of every queued job of its size class: a permission event
  * waits for it (hashed from its open fd). */
 void workers_submit_first(Workers *w, Job *job);
-/* Stage j (as workers_submit), or, when a job of the same inode (nlink > 1)
- * at the same observation (generation, cookie, algorithm) is in the workers'
+/* Stage j (as workers_submit), or, when a job of the same inode (nlink > 1,
+ * or both found by name) at the same observation (generation, cookie, algorithm) is in the workers'
  * hands, make j its follower: j comes back in its followers list, unhashed.
  * Returns true when j follows. */
 bool workers_submit_or_follow(Workers *w, Job *j);

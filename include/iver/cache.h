@@ -54,6 +54,11 @@ uint32_t iver_cache_find_inode(const IverCache *c, uint32_t dev, uint64_t ino);
 /* Index of the entry last recorded for this path, or IVER_CACHE_NONE. */
 uint32_t iver_cache_find_path(const IverCache *c, const char *path, size_t len);
 
+/* Whether an entry is recorded under a name directly in directory dir (len
+ * bytes, absolute, no trailing slash but "/"). Conservative: true for a
+ * name too long to look up. */
+bool iver_cache_has_dir(const IverCache *c, const char *dir, size_t len);
+
 /* Copy out entry idx. */
 void iver_cache_get(const IverCache *c, uint32_t idx, IverEntry *ret);
 /* The entry's cookie (source from the entry). */

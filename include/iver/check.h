@@ -153,6 +153,7 @@ typedef struct IverPending {
         bool use;                    /* IVER_CHECK_USE */
         IverHashAlgo algo;
         int reason;                  /* IverCheckReason: why begin asked for a hash */
+        bool unseen;                 /* iver_check_begin_unseen(): st holds dev and ino only */
 } IverPending;
 
 typedef struct IverCheckOutcome {
@@ -192,6 +193,17 @@ int iver_context_stat_fd(IverContext *ctx, int fd, IverStat *ret);
  * (a daemon stats first to evaluate its policy). Same contract as begin. */
 int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const IverStat *st, IverHashAlgo algo,
                           unsigned flags, IverPending *pending, IverCheckOutcome *out);
+
+/* Begin on a regular file found by name with its inode number (a
+ * directory's d_ino on device dev), with no statx: when nothing is on record
+ * for that inode and its filesystem is known (its cookie source probed) and
+ * one where a read lease proves the content (iver_lease_proves_fs), a hash
+ * is needed whatever a statx would show. Returns 1 with pending filled
+ * (pending.unseen: the measurement's own observation, taken from the open
+ * file (iver_measure_open), is what finish records), 0 when the file needs
+ * its statx and iver_check_begin_stat(). Nothing is changed either way. */
+int iver_check_begin_unseen(IverContext *ctx, const char *path, uint32_t dev, uint64_t ino, IverHashAlgo algo,
+                            IverPending *pending);
 
 /* Whether the file observed as st (an open file being used) is on record
  * unchanged: its inode's entry passes the hit rule's first steps (measured,

@@ -44,6 +44,14 @@ typedef struct IverMeasureOptions {
          * file found on fs_dev is not fstatfs'ed again */
         bool fs_dev_checked;
         uint32_t fs_dev;
+        /* lease_proves: on fs_dev a held read lease proves the content
+         * unchanged (a local filesystem where every change of content goes
+         * through an open for write, a writable mapping of one, or a
+         * truncate, each of which breaks the lease or makes it refused:
+         * iver_lease_proves_fs). An attempt with no "before" from the caller
+         * then takes its statx from the open file after the lease, and a
+         * file read in one chunk needs no statx after: one statx a file. */
+        bool lease_proves;
 } IverMeasureOptions;
 
 typedef struct IverMeasurement {
@@ -86,6 +94,16 @@ int iver_measure(int dirfd, const char *path, const IverMeasureOptions *opt, Ive
  * decides something on the size (a worker pool keeping big files apart). */
 int iver_measure_stat(int dirfd, const char *path, const IverStat *st, int64_t st_at, const IverMeasureOptions *opt,
                       IverMeasurement *ret);
+/* iver_measure() with no statx of the caller's: open (dirfd, path) and take
+ * the observation from the open file (O_NONBLOCK: a FIFO swapped in for a
+ * file found by name opens without blocking and is not hashed). For a caller
+ * that found the file by name (a directory read) and needs no look before. */
+int iver_measure_open(int dirfd, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
+/* Whether a filesystem (statfs f_type) is one where a held read lease proves
+ * the content unchanged (IverMeasureOptions.lease_proves): ext2/3/4, xfs,
+ * btrfs, tmpfs. Not overlayfs (its layers change underneath), nor network or
+ * FUSE filesystems (changes that never open the file here). */
+bool iver_lease_proves_fs(uint64_t magic);
 /* Measure the symlink (dirfd, path) itself (lib/measure-link.c): its digest is
  * that of the target string (readlinkat, no terminating NUL), taken between two
  * statx (AT_SYMLINK_NOFOLLOW) that must agree, so ret->st is the link's

@@ -225,6 +225,10 @@ bool iver_policy_may_match_path(const IverPolicy *p, IverPolicyClass class, cons
 /* Whether a measure or appraise rule names func=open (FILE_CHECK): then
  * on-access must see opens even with OnAccess=exec. */
 bool iver_policy_wants_opens(const IverPolicy *p);
+/* Whether any rule looks at a file's own attributes (fowner=, mode=, size):
+ * without one, a scan decides a file by its path and its filesystem's type
+ * alone, before any look at the file. */
+bool iver_policy_uses_file_attrs(const IverPolicy *p);
 /* Whether any rule looks at the subject of a use (uid=): without one, a
  * decision for a use needs no look at the process that made it. */
 bool iver_policy_uses_subject(const IverPolicy *p);

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,6 +60,7 @@ typedef struct Stats {
         unsigned violations, quiescent_wrong;
         unsigned mid_checks, mid_hits, mid_stable, mid_provisional, mid_unstable;
         unsigned inside_checks, inside_trusted;
+        unsigned unseen, unseen_stable, unseen_one_statx;
 } Stats;
 
 static Stats S;
@@ -146,7 +148,30 @@ static void invariant(const char *when) {
         }
 }
 
-/* One check through the split API, so the measurement's details are seen. */
+/* statx calls made by a measurement (IverMeasureOptions.statx) */
+static unsigned measure_statx;
+static int counting_statx(int dirfd, const char *p, int flags, unsigned mask, struct statx *buf) {
+        measure_statx++;
+        return statx(dirfd, p, flags, mask, buf) < 0 ? -errno : 0;
+}
+
+/* Begin as a walk that finds the file by name and has nothing on record for
+ * it: no statx before (the inode number is what a directory read gives),
+ * the record forgotten first. false when begin wants a statx after all. */
+static bool begin_unseen(IverPending *p) {
+        struct stat st;
+        if (stat(path, &st) < 0)
+                return false;
+        iver_check_forget(ctx, path);
+        uint32_t dev = (major(st.st_dev) << 20) | (minor(st.st_dev) & 0xfffffU);
+        return iver_check_begin_unseen(ctx, path, dev, st.st_ino, (IverHashAlgo) -1, p) == 1;
+}
+
+/* One check through the split API, so the measurement's details are seen.
+ * Every other one as a walk's of a file found by name (begin_unseen): the
+ * open file's statx under the lease is the one observation, and with the
+ * whole file one chunk, the lease is never polled and no statx follows the
+ * read when it took less than the least lease-break-time. */
 static IverCheckResult check_once(IverCheckOutcome *out, IverMeasurement *m, bool *measured) {
         IverPending p;
         int r;
@@ -158,10 +183,23 @@ static IverCheckResult check_once(IverCheckOutcome *out, IverMeasurement *m, boo
 
         memset(m, 0, sizeof *m);
         *measured = false;
-        r = iver_check_begin(ctx, AT_FDCWD, path, (IverHashAlgo) -1, &p, out);
+        bool unseen = S.checks % 2 == 1 && begin_unseen(&p);
+        r = unseen ? 1 : iver_check_begin(ctx, AT_FDCWD, path, (IverHashAlgo) -1, &p, out);
         if (r == 1) {
                 IverMeasureOptions mo = iver_check_measure_options(ctx, &p);
-                int mr = iver_measure(AT_FDCWD, path, &mo, m);
+                int mr;
+                if (unseen) {
+                        mo.chunk_size = FILE_SIZE;
+                        mo.statx = counting_statx;
+                        measure_statx = 0;
+                        mr = iver_measure_open(AT_FDCWD, path, &mo, m);
+                        S.unseen++;
+                        if (mr >= 0 && m->status == IVER_MEASURE_STABLE) {
+                                S.unseen_stable++;
+                                S.unseen_one_statx += measure_statx == 1;
+                        }
+                } else
+                        mr = iver_measure(AT_FDCWD, path, &mo, m);
                 *measured = mr >= 0;
                 iver_check_finish(ctx, path, &p, mr, m, out);
         }
@@ -383,13 +421,18 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "# [%s] note: only %u measurements in the time allowed\n", fsname,
                         S.stable + S.provisional + S.unstable);
         bool ok = S.violations == 0 && S.quiescent_wrong == 0 && S.inside_trusted == 0 && S.mid_hits == 0 && S.errors == 0 && got_report && rep.error == 0 &&
-                  rep.max_open_wait_ns < MAX_OPEN_WAIT_NS && S.stable > 0;
+                  rep.max_open_wait_ns < MAX_OPEN_WAIT_NS && S.stable > 0 && S.unseen_one_statx > 0;
         if (!got_report)
                 fail("no report from the writer");
         if (rep.max_open_wait_ns >= MAX_OPEN_WAIT_NS)
                 fail("the writer waited %.3f s in open(): a lease was held up", (double) rep.max_open_wait_ns / 1e9);
         if (S.stable == 0)
                 fail("no stable measurement at all (leases never taken?)");
+        if (S.unseen_one_statx == 0)
+                fail("no measurement of the file found by name was stable on one statx (%u begun, %u stable)",
+                     S.unseen, S.unseen_stable);
+        fprintf(stderr, "# [%s] found by name (no statx before): %u measured, %u stable, %u of them on one statx\n",
+                fsname, S.unseen, S.unseen_stable, S.unseen_one_statx);
         if (S.not_trusted)
                 fprintf(stderr, "# [%s] note: %u quiescent measurement(s) provisional with the writer closed\n", fsname,
                         S.not_trusted);

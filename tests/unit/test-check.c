@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -323,6 +324,60 @@ START_TEST(test_late_outcome_of_old_name) {
 }
 END_TEST
 
+/* A file found by name (its directory entry's inode number), no statx:
+ * begin asks for a hash only when its filesystem is known and nothing is on
+ * record for the inode; finish records the open file's own observation, so
+ * the next check by statx hits. */
+START_TEST(test_begin_unseen) {
+        IverCheckOutcome o;
+        IverPending p;
+        IverMeasurement m;
+        IverCache *c = iver_context_cache(ctx);
+        char other[700], tmp[700];
+        snprintf(other, sizeof(other), "%s/other", dir);
+        snprintf(tmp, sizeof(tmp), "%s/f.tmp", dir);
+        put(path, "one");
+        put(other, "other");
+        struct stat st;
+        ck_assert_int_eq(stat(path, &st), 0);
+        uint32_t dev = (major(st.st_dev) << 20) | (minor(st.st_dev) & 0xfffffU);
+        /* the filesystem not looked at yet: a statx first */
+        ck_assert_int_eq(iver_check_begin_unseen(ctx, path, dev, st.st_ino, IVER_HASH_SHA256, &p), 0);
+        ck_assert_int_eq(iver_check(ctx, AT_FDCWD, other, &o), 0);
+        ck_assert_int_eq(iver_check_begin_unseen(ctx, path, dev, st.st_ino, IVER_HASH_SHA256, &p), 1);
+        ck_assert(p.unseen);
+        ck_assert_int_eq(p.reason, IVER_REASON_NEW);
+        ck_assert_uint_eq(p.idx, IVER_CACHE_NONE);
+        IverMeasureOptions mo = iver_check_measure_options(ctx, &p);
+        ck_assert(mo.lease_proves); /* ext4 or tmpfs under /tmp */
+        ck_assert_int_eq(iver_measure_open(AT_FDCWD, path, &mo, &m), 0);
+        ck_assert_int_eq(iver_check_finish(ctx, path, &p, 0, &m, &o), 0);
+        ck_assert_int_eq(o.result, IVER_CHECK_MEASURED);
+        expect_digest_of(&o, "one");
+        ck_assert_uint_eq(o.owner, getuid());
+        ck_assert_uint_eq(o.id.ino, st.st_ino);
+        ck_assert_int_eq(check(&o), IVER_CHECK_HIT);
+        /* on record now: the hit rule needs its statx */
+        ck_assert_int_eq(iver_check_begin_unseen(ctx, path, dev, st.st_ino, IVER_HASH_SHA256, &p), 0);
+
+        /* replaced by another inode: that one is new, the name's entry is replaced */
+        put(tmp, "two");
+        ck_assert_int_eq(rename(tmp, path), 0);
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_int_eq(iver_check_begin_unseen(ctx, path, dev, st.st_ino, IVER_HASH_SHA256, &p), 1);
+        ck_assert_int_eq(p.reason, IVER_REASON_IDENTITY);
+        ck_assert_uint_ne(p.idx, IVER_CACHE_NONE);
+        mo = iver_check_measure_options(ctx, &p);
+        ck_assert_int_eq(iver_measure_open(AT_FDCWD, path, &mo, &m), 0);
+        ck_assert_int_eq(iver_check_finish(ctx, path, &p, 0, &m, &o), 0);
+        ck_assert_int_eq(o.result, IVER_CHECK_MEASURED);
+        expect_digest_of(&o, "two");
+        ck_assert_uint_eq(iver_cache_size(c), 2);
+        ck_assert_int_eq(check(&o), IVER_CHECK_HIT);
+        expect_digest_of(&o, "two");
+}
+END_TEST
+
 static IverCheckOutcome begin_flags(unsigned flags) {
         IverStat st;
         IverPending p;
@@ -376,6 +431,7 @@ int main(void) {
         tcase_add_test(tc, test_invalidate_forces_rehash);
         tcase_add_test(tc, test_rename_follows);
         tcase_add_test(tc, test_late_outcome_of_old_name);
+        tcase_add_test(tc, test_begin_unseen);
         tcase_add_test(tc, test_observed_now_clears_written);
         suite_add_tcase(s, tc);
         tc = tcase_create("coarse");

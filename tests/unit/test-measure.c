@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/xattr.h>
 #include <sys/wait.h>
@@ -298,16 +299,17 @@ START_TEST(test_sigio_default_no_lease) {
 }
 END_TEST
 
-/* Whether a lease on st's inode shows in /proc/locks within ms milliseconds
- * ("N: LEASE  ACTIVE    READ  PID MAJ:MIN:INO 0 EOF"). */
-static bool lease_held(const struct stat *st, int ms) {
+/* Whether a line of /proc/locks with what in it ("LEASE": one is held;
+ * "BREAKING": a writer's open waits for it) shows for st's inode within ms
+ * milliseconds ("N: LEASE  ACTIVE    READ  PID MAJ:MIN:INO 0 EOF"). */
+static bool lease_shows(const struct stat *st, const char *what, int ms) {
         char want[64], line[256];
         snprintf(want, sizeof(want), ":%llu ", (unsigned long long) st->st_ino);
         for (int i = 0; i < ms; i++) {
                 FILE *f = fopen("/proc/locks", "re");
                 bool found = false;
                 while (f && !found && fgets(line, sizeof(line), f))
-                        found = strstr(line, "LEASE") && strstr(line, want);
+                        found = strstr(line, what) && strstr(line, want);
                 if (f)
                         fclose(f);
                 if (found)
@@ -330,7 +332,7 @@ START_TEST(test_writer_during_hash_breaks_lease) {
         if (pid == 0) {
                 /* open once the lease is held (a fixed 20 ms came before it on
                  * a loaded machine, under ASan: no break to see) */
-                if (!lease_held(&fst, 10000))
+                if (!lease_shows(&fst, "LEASE", 10000))
                         _exit(4);
                 int fd = open(path, O_WRONLY | O_CLOEXEC); /* waits for the lease holder */
                 if (fd < 0)
@@ -366,6 +368,145 @@ START_TEST(test_writer_during_hash_breaks_lease) {
 }
 END_TEST
 
+/* statx calls made through IverMeasureOptions.statx */
+static unsigned statx_calls;
+static int (*statx_then)(void); /* run after the first call (a writer set loose under the lease) */
+static int counting_statx(int dirfd, const char *p, int flags, unsigned mask, struct statx *buf) {
+        int r = statx(dirfd, p, flags, mask, buf);
+        if (++statx_calls == 1 && statx_then)
+                ck_assert_int_eq(statx_then(), 0);
+        return r < 0 ? -errno : 0;
+}
+
+static IverMeasureOptions proving_options(void) {
+        struct stat st;
+        ck_assert_int_eq(stat(dir, &st), 0);
+        statx_calls = 0;
+        statx_then = NULL;
+        return (IverMeasureOptions) { .algo = IVER_HASH_SHA256, .source = IVER_COOKIE_CTIME, .statx = counting_statx,
+                                      .lease_proves = true,
+                                      .fs_dev = (major(st.st_dev) << 20) | (minor(st.st_dev) & 0xfffffU) };
+}
+
+/* Found by name (iver_measure_open): where the lease proves the content, the
+ * statx of the open file under it is the one statx; wherever it does not, a
+ * statx after the read is compared as ever. */
+START_TEST(test_open_one_statx_under_proving_lease) {
+        write_file(path, 3000, 7);
+        uint8_t want[64];
+        unsigned wl;
+        oneshot(path, "sha256", want, &wl);
+        struct stat fst;
+        ck_assert_int_eq(stat(path, &fst), 0);
+        IverMeasureOptions o = proving_options();
+        IverMeasurement m;
+        ck_assert_int_eq(iver_measure_open(AT_FDCWD, path, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_STABLE);
+        ck_assert_mem_eq(m.digest.bytes, want, wl);
+        ck_assert_uint_eq(m.st.ino, fst.st_ino);
+        ck_assert_uint_eq(m.st.size, 3000);
+        ck_assert_uint_eq(statx_calls, 1);
+
+        /* no proof claimed, another filesystem, security.ima read, more than
+         * one chunk: the statx after */
+        o = proving_options();
+        o.lease_proves = false;
+        ck_assert_int_eq(iver_measure_open(AT_FDCWD, path, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_STABLE);
+        ck_assert_uint_eq(statx_calls, 2);
+        o = proving_options();
+        o.fs_dev ^= 1;
+        ck_assert_int_eq(iver_measure_open(AT_FDCWD, path, &o, &m), 0);
+        ck_assert_uint_eq(statx_calls, 2);
+        o = proving_options();
+        o.read_ima_xattr = true;
+        ck_assert_int_eq(iver_measure_open(AT_FDCWD, path, &o, &m), 0);
+        ck_assert_uint_eq(statx_calls, 2);
+        iver_measurement_done(&m);
+        o = proving_options();
+        o.chunk_size = 1024;
+        ck_assert_int_eq(iver_measure_open(AT_FDCWD, path, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_STABLE);
+        ck_assert_uint_eq(statx_calls, 2);
+        ck_assert_mem_eq(m.digest.bytes, want, wl);
+
+        /* an open writer: no lease, so no proof: provisional, after a statx after */
+        int w = open(path, O_WRONLY | O_CLOEXEC);
+        ck_assert_int_ge(w, 0);
+        o = proving_options();
+        ck_assert_int_eq(iver_measure_open(AT_FDCWD, path, &o, &m), 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_PROVISIONAL);
+        ck_assert_uint_eq(statx_calls, 2);
+        close(w);
+}
+END_TEST
+
+static int go_fd = -1;
+static struct stat go_st;
+/* let the writer go, and return once its open waits on our lease */
+static int writer_go(void) {
+        if (write(go_fd, "g", 1) != 1)
+                return -1;
+        return lease_shows(&go_st, "BREAKING", 10000) ? 0 : -1;
+}
+
+/* A writer that opens the file once the lease is held and the statx made
+ * (the window where no statx after checks anything): its open waits for the
+ * lease, so the digest is of the content before its write, paired with the
+ * cookie before it, which its write then moves (the next check re-hashes). */
+START_TEST(test_open_writer_after_statx_waits) {
+        write_file(path, 3000, 7);
+        uint8_t before[64], after[64];
+        unsigned wl;
+        oneshot(path, "sha256", before, &wl);
+        struct stat fst;
+        ck_assert_int_eq(stat(path, &fst), 0);
+        int go[2], ready[2];
+        ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                char c;
+                if (read(go[0], &c, 1) != 1)
+                        _exit(2);
+                if (write(ready[1], "r", 1) != 1)
+                        _exit(3);
+                int fd = open(path, O_WRONLY | O_CLOEXEC); /* breaks the lease: waits for its release */
+                if (fd < 0)
+                        _exit(4);
+                if (pwrite(fd, "XXXX", 4, 100) != 4)
+                        _exit(5);
+                close(fd);
+                _exit(0);
+        }
+        go_fd = go[1];
+        go_st = fst;
+        IverMeasureOptions o = proving_options();
+        statx_then = writer_go; /* inside the statx under the lease, until the writer waits on it */
+        IverMeasurement m;
+        char c;
+        ck_assert_int_eq(iver_measure_open(AT_FDCWD, path, &o, &m), 0);
+        ck_assert_int_eq(read(ready[0], &c, 1), 1);
+        int status;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        ck_assert_int_eq(m.status, IVER_MEASURE_STABLE);
+        ck_assert_uint_eq(statx_calls, 1);
+        ck_assert_mem_eq(m.digest.bytes, before, wl);
+        oneshot(path, "sha256", after, &wl);
+        ck_assert(memcmp(before, after, wl) != 0);
+        /* the write moved the cookie away from the one the digest is paired with */
+        IverStat now;
+        ck_assert_int_eq(iver_stat(NULL, AT_FDCWD, path, false, &now), 0);
+        ck_assert(now.ctime != m.st.ctime);
+        close(go[0]);
+        close(go[1]);
+        close(ready[0]);
+        close(ready[1]);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("measure");
         TCase *tc = tcase_create("files");
@@ -382,6 +523,8 @@ int main(void) {
         tcase_add_test(tc, test_open_writer_deferred);
         tcase_add_test(tc, test_sigio_default_no_lease);
         tcase_add_test(tc, test_writer_during_hash_breaks_lease);
+        tcase_add_test(tc, test_open_one_statx_under_proving_lease);
+        tcase_add_test(tc, test_open_writer_after_statx_waits);
         suite_add_tcase(s, tc);
         return iver_run_suite(s);
 }
