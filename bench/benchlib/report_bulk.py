@@ -271,4 +271,8 @@ def usr_section(U, with_targets=True):
         P(f"| {r['contender']} | {r['files']:,} | {r['bytes'] / 1e6:.0f} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['temp']} | "
           f"{r['bytes'] / 1e6 / r['wall']:.0f} | {runs} | {wait} |")
     P("")
+    if any("walk" in r["contender"] for r in U["rows"]):
+        P("The row *with find's walk* hashes the same list while `find` walks the directories the policy's measure "
+          "rules name (its dont_measure subtrees pruned) and stats every file (`-perm /111`): what the same hashes cost "
+          "a tool that must find the files, as iverd must. It is a reference, not the target's floor.\n")
     return targets_list(out, with_targets, lambda: usr_targets(U))

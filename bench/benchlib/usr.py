@@ -19,6 +19,10 @@ iverd (its cache is keyed by inode). The contenders:
                              thousand /usr paths (127 KB here) into one or two commands, one reader,
                              not N; with 32 batches a reader, -P balances them over the N readers)
   xargs -PN openssl          xargs -0 -a LIST -n B -PN openssl dgst -sha256
+  ... with find's walk       the same, while `find` walks the directories the policy's measure rules
+                             name (its dont_measure subtrees pruned) and stats every file
+                             (-perm /111): what hashing the same files costs a tool that must find
+                             them, as iverd must; a reference row, not the target's floor
 cold: sync; echo 3 > /proc/sys/vm/drop_caches before every run; warm: one untimed run of the same
 contender first. Best of `repeat` runs. The target: iverd ≤ 1.1× the faster xargs contender."""
 import os
@@ -36,6 +40,7 @@ ROOT = "/usr"
 POLICY = "policy/iverd.policy"
 # a measure rule whose path= lies outside ROOT: left out (dont_measure rules all stay)
 MEASURE_PATH = re.compile(r'^\s*measure\s+(?:.*\s)?path=("?)(/[^\s"]*)')
+DONT_MEASURE_TREE = re.compile(r'^\s*dont_measure\s+path=(/[^\s"*?\[{]*)/\*\*\s*$')
 
 
 def usr_policy():
@@ -57,6 +62,25 @@ def usr_policy():
     if r.returncode != 0:
         raise RuntimeError(f"iverctl policy check {path}: {r.stdout.strip()}")
     return text, dropped
+
+
+def walk_args(policy):
+    """find's arguments for a walk of the directories policy's measure rules name under ROOT (the path
+    before its first glob, or its directory), dont_measure subtrees pruned, every file stat'ed."""
+    roots, prune = [], []
+    for line in policy.splitlines():
+        m = MEASURE_PATH.match(line)
+        if m:
+            p = re.split(r"[*?\[{]", m.group(2))[0]
+            roots.append(p.rstrip("/") if p.endswith("/") else os.path.dirname(p))
+        m = DONT_MEASURE_TREE.match(line)
+        if m and (m.group(1) + "/").startswith(ROOT + "/"):
+            prune.append(m.group(1))
+    roots = sorted(r for r in set(roots) if os.path.isdir(r))
+    roots = [r for r in roots if not any(r.startswith(o + "/") for o in roots)]
+    expr = [x for p in prune for x in ("-o", "-path", p)][1:]
+    return [*roots, *(["(", *expr, ")", "-prune", "-o"] if expr else []), "-type", "f", "-perm", "/111", "-fprint",
+            "/dev/null"]
 
 
 def iverd_run(tag, policy, want_list=False):
@@ -112,9 +136,14 @@ def file_list(listing, out):
                 other=other, unlisted=gone)
 
 
-def xargs_run(cmd, lst):
-    """xargs -0 -a LIST ... cmd: (wall, cpu); rc 123 (some invocation failed: a file gone) is logged, not fatal."""
-    w, c, rss, rc = run_measured(["xargs", "-0", "-a", lst, *cmd])
+def xargs_run(cmd, lst, walk=None):
+    """xargs -0 -a LIST ... cmd (while find walks, given its arguments): (wall, cpu); rc 123 (some invocation
+    failed: a file gone) is logged, not fatal."""
+    argv = ["xargs", "-0", "-a", lst, *cmd]
+    if walk:
+        argv = ["bash", "-c", 'find "${@:2:$1}" 2>/dev/null & shift $(($1 + 1)); "$@"; rc=$?; wait; exit $rc', "walk",
+                str(len(walk)), *walk, *argv]
+    w, c, rss, rc = run_measured(argv)
     if rc not in (0, 123):
         raise RuntimeError(f"xargs {' '.join(cmd)}: rc {rc}")
     if rc == 123:
@@ -139,6 +168,9 @@ def usr_bench(repeat):
                   (f"xargs -P{ncpu} sha256sum", lambda tag: xargs_run(["-n", str(n), f"-P{ncpu}", "sha256sum"], lst)),
                   (f"xargs -P{ncpu} openssl dgst -sha256",
                    lambda tag: xargs_run(["-n", str(n), f"-P{ncpu}", "openssl", "dgst", "-sha256"], lst))]
+    walk = walk_args(policy)
+    contenders.append((f"xargs -P{ncpu} openssl dgst -sha256 with find's walk",
+                       lambda tag: xargs_run(["-n", str(n), f"-P{ncpu}", "openssl", "dgst", "-sha256"], lst, walk)))
     rows, dropped_ok = [], True
     for temp in ("cold", "warm"):
         # round by round, every contender in each (the machine is shared: a burst of someone else's
@@ -163,7 +195,8 @@ def usr_bench(repeat):
             best = min(runs[name], key=lambda r: r["wall"])
             rows.append(dict(best, temp=temp, contender=name, files=fl["files"], bytes=fl["bytes"],
                              walls=[r["wall"] for r in runs[name]], loads=[r["load"] for r in runs[name]]))
-        floor = min((r for r in rows if r["temp"] == temp and r["contender"] != "iverd"), key=lambda r: r["wall"])
+        floor = min((r for r in rows if r["temp"] == temp and r["contender"] != "iverd" and "walk" not in r["contender"]),
+                    key=lambda r: r["wall"])
         i = next(r for r in rows if r["temp"] == temp and r["contender"] == "iverd")
         log(f"usr {temp}: iverd {i['wall']:.2f} s vs the parallel floor {floor['wall']:.2f} s ({floor['contender']}): "
             f"{i['wall'] / floor['wall']:.2f}× (target ≤ 1.1×)")

@@ -14,8 +14,8 @@
 #include "walk.h"
 
 #define STEP_ENTRIES 2048
-#define STAT_BATCHES_MAX 8U /* statx batches at the statx thread at a time */
-#define READS_MAX 2U        /* directories at the statx thread at a time */
+#define STAT_BATCHES_MAX 8U /* statx batches at the statx threads at a time */
+#define READS_MAX 8U        /* directories at the statx threads at a time (each ~27 KiB) */
 
 typedef struct Dir {
         struct Dir *next;
@@ -34,7 +34,7 @@ struct Walk {
         Workers *workers;
         const Reports *reports;
         Dir *todo;            /* stack of directories still to read */
-        unsigned reading;     /* directories at the statx thread */
+        unsigned reading;     /* directories at the statx threads */
         Ready *ready, **ready_tail; /* read, in the order they came back */
         DirRead *cur;         /* the directory whose entries are being looked at */
         size_t pos;           /* its next entry */
@@ -43,8 +43,8 @@ struct Walk {
         uint64_t files;
         uint64_t dirs_done, dirs_todo; /* for the progress estimate */
         bool waiting;                  /* for room in the hashing window, or for statx batches */
-        Job *batch;                    /* files of cur being gathered for the statx thread */
-        unsigned batches;              /* statx batches at the statx thread */
+        Job *batch;                    /* files of cur being gathered for the statx threads */
+        unsigned batches;              /* statx batches at the statx threads */
 };
 
 static int walk_step(sd_event_source *s, void *userdata);
@@ -193,7 +193,7 @@ void walk_stat_done(Walk *w, StatBatch *b) {
         }
 }
 
-/* Hand a directory to the statx thread: opened, and read unless it is on
+/* Hand a directory to the statx threads: opened, and read unless it is on
  * another filesystem than its parent's covering mark (dirread.h). */
 static int read_submit(Walk *w, DirRead *d) {
         Job *j = calloc(1, sizeof(*j));
@@ -377,7 +377,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
                 if (!w->cur) {
                         DirRead *d = ready_take(w);
                         if (!d)
-                                break; /* the statx thread is reading: walk_dir_done */
+                                break; /* the statx threads are reading: walk_dir_done */
                         (void) enter(w, d);
                         continue;
                 }
@@ -405,7 +405,7 @@ static int walk_step(sd_event_source *s, void *userdata) {
         if (!w->waiting && !w->cur && !w->ready && !(w->todo && w->reading < READS_MAX)) {
                 /* nothing to look at until a directory comes back
                  * (walk_dir_done) or, when nothing is left to read, what is
-                 * left is at the statx thread (batches), and their return
+                 * left is at the statx threads (batches), and their return
                  * settles it (walk_stat_done, then the loop's settle check):
                  * not a step every loop iteration until then */
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);

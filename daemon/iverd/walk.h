@@ -13,7 +13,7 @@ typedef struct Walk Walk;
 
 /* An incremental directory walker run from the event loop, skipping
  * subtrees the policy can never measure. Its directories are opened and
- * read, and their files' statx made, on the statx thread (dirread.h, a
+ * read, and their files' statx made, on the statx threads (dirread.h, a
  * buffer at a time, READS_MAX directories out); each step looks at a
  * bounded number of the entries read, adds watches on directories (before
  * they are read, unless a filesystem mark covers them) and hands each file
@@ -35,7 +35,7 @@ void walk_resume(Walk *w);
  * each file goes on to its check. */
 typedef struct StatBatch StatBatch;
 void walk_stat_done(Walk *w, StatBatch *b);
-/* A directory the walk handed to the statx thread came back (the loop
+/* A directory the walk handed to the statx threads came back (the loop
  * thread; the walk takes d): looked at from the next step on. */
 void walk_dir_done(Walk *w, DirRead *d);
 uint64_t walk_files_seen(const Walk *w);

@@ -98,7 +98,7 @@ bool workers_submit_or_follow(Workers *w, Job *j);
  * followers leave the in-flight window. */
 void workers_finished(Workers *w, Job *j);
 /* Hand over a statx batch (job->stat) or a directory to read (job->dir) to
- * the statx thread: the walk waits for them, not for the hashes. */
+ * the statx threads: the walk waits for them, not for the hashes. */
 void workers_submit_stat(Workers *w, Job *job);
 /* iver_measure(AT_FDCWD, path, …) that follows no symlink in any component of
  * path, of any length (PATH_MAX does not apply) */
@@ -120,7 +120,7 @@ unsigned workers_count(const Workers *w);
  * seconds; big files alone owe none (a hash may take minutes). *ret_finished:
  * hand-offs (batches, big files) the workers finished so far. */
 bool workers_owe_progress(Workers *w, uint64_t *ret_finished);
-/* The paths the workers (and the statx thread: a directory) are at now,
+/* The paths the workers (and the statx threads: a directory each) are at now,
  * ", "-separated into buf (cut at size; empty: none), for a stall's log
  * line. Loop thread only. */
 void workers_held(Workers *w, char *buf, size_t size);
