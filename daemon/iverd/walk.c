@@ -15,7 +15,7 @@
 
 #define STEP_ENTRIES 2048
 #define STAT_BATCHES_MAX 8U /* statx batches at the statx threads at a time */
-#define READS_MAX 8U        /* directories at the statx threads at a time (each ~27 KiB) */
+#define READS_MAX 8U        /* directories read at a time, or read and waiting (each ~28 KiB) */
 
 typedef struct Dir {
         struct Dir *next;
@@ -34,7 +34,8 @@ struct Walk {
         Workers *workers;
         const Reports *reports;
         Dir *todo;            /* stack of directories still to read */
-        unsigned reading;     /* directories at the statx threads */
+        unsigned reading;     /* directories at the statx threads, or back and not yet looked at
+                               * (ready): what bounds their buffers' memory */
         Ready *ready, **ready_tail; /* read, in the order they came back */
         DirRead *cur;         /* the directory whose entries are being looked at */
         size_t pos;           /* its next entry */
@@ -237,9 +238,9 @@ static int reads_submit(Walk *w) {
 
 void walk_dir_done(Walk *w, DirRead *d) {
         assert(w->reading > 0);
-        w->reading--;
         Ready *r = malloc(sizeof(*r));
         if (!r) {
+                w->reading--;
                 log_error_errno(-ENOMEM, "Out of memory while walking: %s is not walked", d->path);
                 dir_read_free(d);
                 return;
@@ -255,6 +256,8 @@ static DirRead *ready_take(Walk *w) {
         Ready *r = w->ready;
         if (!r)
                 return NULL;
+        assert(w->reading > 0);
+        w->reading--;
         w->ready = r->next;
         if (!w->ready)
                 w->ready_tail = &w->ready;
