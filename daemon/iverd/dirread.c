@@ -20,6 +20,7 @@ DirRead *dir_read_free(DirRead *d) {
                 return NULL;
         if (d->fd >= 0)
                 close(d->fd);
+        free(d->stats);
         free(d->path);
         free(d);
         return NULL;
@@ -81,8 +82,7 @@ static void read_buffer(DirRead *d) {
                         DirEntryRead *e = &d->e[d->n++];
                         *e = (DirEntryRead) { .ino = de->d_ino, .name_off = (uint16_t) (name - d->buf), .stat = -1,
                                               .type = type };
-                        if (d->files == DIR_FILES_ALL && !d->names_only && type != DT_DIR &&
-                            d->n_stats < READ_STATS_MAX) {
+                        if (d->stats && type != DT_DIR && d->n_stats < READ_STATS_MAX) {
                                 DirStatRead *sr = &d->stats[d->n_stats];
                                 e->stat = (int16_t) d->n_stats++;
                                 sr->at = iver_now_ns();

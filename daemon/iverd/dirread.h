@@ -62,7 +62,8 @@ typedef struct DirRead {
         int error;              /* reading it failed part way (-errno): what was read is kept */
         unsigned n, n_stats;    /* entries and statx of the last buffer */
         DirEntryRead e[DIR_READ_ENTRIES];
-        DirStatRead stats[READ_STATS_MAX];
+        DirStatRead *stats;     /* the loop's (owned): READ_STATS_MAX of them where statx is made with
+                                 * the read (ALL, not names_only); NULL: none */
         char buf[DIR_READ_BYTES] __attribute__((aligned(8)));
 } DirRead;
 
