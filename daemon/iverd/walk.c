@@ -15,7 +15,7 @@
 
 #define STEP_ENTRIES 2048
 #define STAT_BATCHES_MAX 8U /* statx batches at the statx threads at a time */
-#define READS_MAX 8U        /* directories read at a time, or read and waiting (dirread.h: 14 KiB each, 29 with statx) */
+#define READS_MAX 8U        /* directories read, or read and waiting (dirread.h: 14 KiB, 29 with statx) */
 
 typedef struct Dir {
         struct Dir *next;
