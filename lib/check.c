@@ -260,11 +260,17 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
         return 1;
 }
 
+bool iver_check_unseen_fs(IverContext *ctx, uint32_t dev) {
+        /* a first look at the filesystem, or one whose files are looked at first: no */
+        return iver_cookie_table_peek(ctx->cookies, dev) >= 0 &&
+               iver_lease_proves_fs(iver_cookie_table_fs_magic(ctx->cookies, dev));
+}
+
 int iver_check_begin_unseen(IverContext *ctx, const char *path, uint32_t dev, uint64_t ino, IverHashAlgo algo,
                             IverPending *pending) {
+        if (!iver_check_unseen_fs(ctx, dev))
+                return 0;
         IverCookieSource source = iver_cookie_table_peek(ctx->cookies, dev);
-        if (source < 0 || !iver_lease_proves_fs(iver_cookie_table_fs_magic(ctx->cookies, dev)))
-                return 0; /* a first look at the filesystem, or one whose files are looked at first */
         if (iver_cache_find_inode(ctx->cache, dev, ino) != IVER_CACHE_NONE)
                 return 0; /* on record: the hit rule needs its statx */
         if (algo < 0 || algo >= _IVER_HASH_MAX)

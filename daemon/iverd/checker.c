@@ -404,7 +404,7 @@ bool checker_scan_observed(House *m, const char *path, const IverStat *st, int64
 bool checker_scan_named(House *m, const char *path, uint32_t dev, uint64_t ino) {
         if (!m->gen->by_path)
                 return false; /* reloaded since the walk read the directory */
-        if (!iver_lease_proves_fs(iver_cookie_table_fs_magic(iver_context_cookies(m->ctx), dev)))
+        if (!iver_check_unseen_fs(m->ctx, dev))
                 return false; /* (begin_unseen's answer, before the decision is paid for) */
         /* what the decision looks at: the path, and the filesystem (the
          * directory's; a file mounted over another is re-decided on the

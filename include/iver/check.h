@@ -204,6 +204,10 @@ int iver_check_begin_stat(IverContext *ctx, int dirfd, const char *path, const I
  * its statx and iver_check_begin_stat(). Nothing is changed either way. */
 int iver_check_begin_unseen(IverContext *ctx, const char *path, uint32_t dev, uint64_t ino, IverHashAlgo algo,
                             IverPending *pending);
+/* Whether a file on dev may begin unseen at all (its filesystem probed, and
+ * one whose lease proves the content): begin_unseen's first test, for a
+ * caller that would pay for a policy decision before it. */
+bool iver_check_unseen_fs(IverContext *ctx, uint32_t dev);
 
 /* Whether the file observed as st (an open file being used) is on record
  * unchanged: its inode's entry passes the hit rule's first steps (measured,

@@ -342,8 +342,10 @@ START_TEST(test_begin_unseen) {
         ck_assert_int_eq(stat(path, &st), 0);
         uint32_t dev = (major(st.st_dev) << 20) | (minor(st.st_dev) & 0xfffffU);
         /* the filesystem not looked at yet: a statx first */
+        ck_assert(!iver_check_unseen_fs(ctx, dev));
         ck_assert_int_eq(iver_check_begin_unseen(ctx, path, dev, st.st_ino, IVER_HASH_SHA256, &p), 0);
         ck_assert_int_eq(iver_check(ctx, AT_FDCWD, other, &o), 0);
+        ck_assert(iver_check_unseen_fs(ctx, dev));
         ck_assert_int_eq(iver_check_begin_unseen(ctx, path, dev, st.st_ino, IVER_HASH_SHA256, &p), 1);
         ck_assert(p.unseen);
         ck_assert_int_eq(p.reason, IVER_REASON_NEW);
