@@ -3,6 +3,7 @@
  * hashes version-stably and records the digest under the observation it was
  * computed under. The ledger judges every check three ways. */
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -317,6 +318,8 @@ IverMeasureOptions iver_check_measure_options(const IverContext *ctx, const Iver
                 .fs_dev_checked = magic != 0 && !iver_fs_is_pseudo(magic, NULL),
                 .fs_dev = pending->st.dev,
                 .lease_proves = iver_lease_proves_fs(magic),
+                .read_ahead = magic != 0 && !iver_fs_is_pseudo(magic, NULL) && magic != TMPFS_MAGIC &&
+                              magic != RAMFS_MAGIC,
         };
 }
 
@@ -462,6 +465,7 @@ int iver_check_finish(IverContext *ctx, const char *path, const IverPending *pen
                 .idx = idx,
                 .bytes_hashed = m->bytes_hashed,
                 .reason = pending->reason,
+                .other_name = st->nlink > 1 && by_inode != IVER_CACHE_NONE && prev == by_inode && by_inode != by_path,
         };
         return 0;
 }

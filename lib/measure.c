@@ -326,13 +326,17 @@ int iver_measure_fd(int fd, const IverMeasureOptions *opt, IverMeasurement *ret)
         return measure_fd(fd, opt, false, NULL, 0, ret); /* the caller's fd: the lease ends here */
 }
 
-/* The fd a measurement reads, or -errno (-ELOOP: a symlink). */
-static int open_to_measure(int dirfd, const char *path) {
+int iver_measure_open_fd(int dirfd, const char *path) {
         int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
         int fd = openat(dirfd, path, flags | O_NOATIME);
         if (fd < 0 && errno == EPERM) /* O_NOATIME needs ownership or CAP_FOWNER */
                 fd = openat(dirfd, path, flags);
         return fd < 0 ? negative_errno() : fd;
+}
+
+int iver_measure_opened(int fd, const IverStat *st, int64_t st_at, const IverMeasureOptions *opt,
+                        IverMeasurement *ret) {
+        return measure_fd(fd, opt, true, st, st_at, ret); /* the caller closes fd, and the lease with it */
 }
 
 int iver_measure_stat(int dirfd, const char *path, const IverStat *st, int64_t st_at, const IverMeasureOptions *opt,
@@ -344,7 +348,7 @@ int iver_measure_stat(int dirfd, const char *path, const IverStat *st, int64_t s
                 return 0;
         }
 
-        _cleanup_close_ int fd = open_to_measure(dirfd, path);
+        _cleanup_close_ int fd = iver_measure_open_fd(dirfd, path);
         if (fd < 0)
                 return fd == -ELOOP ? (*ret = (IverMeasurement) { .status = IVER_MEASURE_NOT_REGULAR, .st = *st }, 0)
                                     : fd;
@@ -352,7 +356,7 @@ int iver_measure_stat(int dirfd, const char *path, const IverStat *st, int64_t s
 }
 
 int iver_measure_open(int dirfd, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
-        _cleanup_close_ int fd = open_to_measure(dirfd, path);
+        _cleanup_close_ int fd = iver_measure_open_fd(dirfd, path);
         if (fd < 0)
                 return fd == -ELOOP ? (*ret = (IverMeasurement) { .status = IVER_MEASURE_NOT_REGULAR }, 0) : fd;
         return measure_fd(fd, opt, true, NULL, 0, ret); /* closed on return */

@@ -6,7 +6,7 @@ PKGS=(
   libssl-dev check libsubunit-dev
   libtss2-dev libsystemd-dev libaudit-dev libkeyutils-dev libjson-c-dev libarchive-dev zlib1g-dev
   swtpm swtpm-tools tpm2-tools ima-evm-utils
-  e2fsprogs xfsprogs btrfs-progs attr keyutils util-linux openssl
+  e2fsprogs xfsprogs btrfs-progs attr keyutils util-linux openssl strace
   python3 curl bc vim
   systemd-container mandoc auditd prometheus-node-exporter
   qemu-system-x86 busybox-static cpio

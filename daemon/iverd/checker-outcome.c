@@ -113,9 +113,17 @@ void checker_outcome(House *m, const char *path, const IverCheckOutcome *o, cons
         case IVER_CHECK_HIT:
                 if (use && rest_use(m->rest, &o->id) > 0)
                         break; /* a held digest, listed now: it is used */
-                if (d && d->action == IVER_ACTION_MEASURE && rest_holds(m->rest, &o->id))
-                        hold(m, path, o, d, dec->audit, NULL, 0); /* the held entry follows name and cookie */
-                else if (o->metadata_only && d && d->action == IVER_ACTION_MEASURE)
+                if (d && d->action == IVER_ACTION_MEASURE && rest_holds(m->rest, &o->id)) {
+                        if (o->other_name)
+                                /* another name of a held inode that has several:
+                                 * listed now under its own. Held, it would take
+                                 * the held entry (one per inode) from a name that
+                                 * still holds the file, never to be listed; that
+                                 * name waits for its rest */
+                                list_other_name(m, path, o, d, dec->audit, use);
+                        else
+                                hold(m, path, o, d, dec->audit, NULL, 0); /* the held entry follows name and cookie */
+                } else if (o->metadata_only && d && d->action == IVER_ACTION_MEASURE)
                         offer_renamed(m, path, o, d, dec->audit, use);
                 else if (o->other_name && d && d->action == IVER_ACTION_MEASURE)
                         list_other_name(m, path, o, d, dec->audit, use);
@@ -123,8 +131,9 @@ void checker_outcome(House *m, const char *path, const IverCheckOutcome *o, cons
         case IVER_CHECK_MEASURED:
                 if (!d || d->action != IVER_ACTION_MEASURE)
                         break; /* appraised only */
-                if (!use && !o->provisional) {
-                        /* listed once its name has come to rest (rest.h) */
+                if (!use && !o->provisional && !(o->other_name && rest_holds(m->rest, &o->id))) {
+                        /* listed once its name has come to rest (rest.h); another
+                         * name of a held inode is listed now (as a hit's, above) */
                         hold(m, path, o, d, dec->audit, sig, sig_len);
                         break;
                 }

@@ -89,7 +89,8 @@ size_t workers_light(const Workers *w);
  * waits for it (hashed from its open fd). */
 void workers_submit_first(Workers *w, Job *job);
 /* Stage j (as workers_submit), or, when a job of the same inode (nlink > 1,
- * or both found by name) at the same observation (generation, cookie, algorithm) is in the workers'
+ * or found by name) at the same observation (generation, cookie, algorithm;
+ * any, when either was found by name) is in the workers'
  * hands, make j its follower: j comes back in its followers list, unhashed.
  * Returns true when j follows. */
 bool workers_submit_or_follow(Workers *w, Job *j);

@@ -168,7 +168,8 @@ typedef struct IverCheckOutcome {
                                       * rename): the entry now holds this name, which is not listed yet */
         bool other_name;             /* HIT through another hard-link name of the inode (the entry keeps one
                                       * name): the digest on record is this name's too, and this name may
-                                      * not be listed yet */
+                                      * not be listed yet; MEASURED through a name other than the one the
+                                      * inode's entry had (nlink > 1): the entry takes this one */
         IverCheckReason reason;      /* begin's decision */
         IverDigest digest;           /* the digest on record (HIT and MEASURED) */
         IverCookie cookie;

@@ -52,6 +52,11 @@ typedef struct IverMeasureOptions {
          * then takes its statx from the open file after the lease, and a
          * file read in one chunk needs no statx after: one statx a file. */
         bool lease_proves;
+        /* read_ahead: fs_dev reads from a device (not tmpfs, ramfs, nor a
+         * pseudo filesystem): a caller with several files to hash gains by
+         * starting their reads before it hashes the first
+         * (iver_measure_open_fd); measuring does not look at it */
+        bool read_ahead;
 } IverMeasureOptions;
 
 typedef struct IverMeasurement {
@@ -99,6 +104,16 @@ int iver_measure_stat(int dirfd, const char *path, const IverStat *st, int64_t s
  * file found by name opens without blocking and is not hashed). For a caller
  * that found the file by name (a directory read) and needs no look before. */
 int iver_measure_open(int dirfd, const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
+/* The two halves of those, for a caller that opens several files before it
+ * hashes them (to start their reads: readahead): iver_measure_open_fd()
+ * opens (dirfd, path) as they do (-errno; -ELOOP: a symlink, not to be
+ * measured), and iver_measure_opened() measures that fd as iver_measure_stat()
+ * (st, st_at: the caller's statx, taken before the open; st must be a regular
+ * file's) or, st NULL, as iver_measure_open(). The caller closes fd after it,
+ * which ends the lease. */
+int iver_measure_open_fd(int dirfd, const char *path);
+int iver_measure_opened(int fd, const IverStat *st, int64_t st_at, const IverMeasureOptions *opt,
+                        IverMeasurement *ret);
 /* Whether a filesystem (statfs f_type) is one where a held read lease proves
  * the content unchanged (IverMeasureOptions.lease_proves): ext2/3/4, xfs,
  * btrfs, tmpfs. Not overlayfs (its layers change underneath), nor network or
