@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Capability dropping with the raw syscalls (no libcap dependency). */
-#include <errno.h>
 #include <linux/capability.h>
-#include <sys/resource.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -12,30 +10,8 @@
 
 static const int keep[] = { CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_LEASE, CAP_SYS_ADMIN, CAP_AUDIT_WRITE };
 
-/* A hashing worker runs at a higher nice than the daemon's while it hashes
- * for the walk, and comes back to the daemon's own for a hash a use waits
- * for (workers.c): without CAP_SYS_NICE a thread may lower its nice only as
- * far as RLIMIT_NICE lets it (to 20 - the limit). Set while the limit may
- * still be raised. */
-static void allow_own_nice(void) {
-        errno = 0;
-        int nice = getpriority(PRIO_PROCESS, 0);
-        struct rlimit rl;
-        if (errno != 0 || getrlimit(RLIMIT_NICE, &rl) < 0)
-                return;
-        rlim_t want = (rlim_t) (20 - nice);
-        if (rl.rlim_cur >= want)
-                return;
-        rl.rlim_cur = want;
-        if (rl.rlim_max < want)
-                rl.rlim_max = want;
-        if (setrlimit(RLIMIT_NICE, &rl) < 0)
-                log_full_errno(LOG_DEBUG, errno, "Cannot let the workers back to the daemon's nice (RLIMIT_NICE): %m");
-}
-
 void caps_drop_unneeded(void) {
         uint64_t mask = 0;
-        allow_own_nice();
         for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
                 mask |= 1ULL << keep[i];
 
