@@ -107,6 +107,8 @@ void checker_outcome(House *m, const char *path, const IverCheckOutcome *o, cons
                 (void) recheck_add(m->recheck, path); /* a new episode, until it measures stably */
         } else if (o->result == IVER_CHECK_DEFERRED)
                 (void) recheck_add(m->recheck, path); /* until the writer is done, or its last try */
+        else if (o->result == IVER_CHECK_UNSTABLE)
+                (void) recheck_take_final(m->recheck, path); /* its last try, if it was: a new episode follows */
         else if (o->result != IVER_CHECK_UNSTABLE && !retry)
                 recheck_remove(m->recheck, path);
         switch (o->result) {

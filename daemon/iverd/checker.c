@@ -531,10 +531,11 @@ static void follower_done(House *m, Job *f) {
         int r = iver_check_begin_stat(m->ctx, AT_FDCWD, f->path, &f->pending.st, f->pending.algo, f->dec.flags, &p,
                                       &o);
         if (r > 0) {
-                bool sig = f->opt.read_ima_xattr;
+                IverMeasureOptions was = f->opt;
                 f->pending = p;
                 f->opt = iver_check_measure_options(m->ctx, &p);
-                f->opt.read_ima_xattr = sig;
+                f->opt.read_ima_xattr = was.read_ima_xattr;
+                f->opt.defer_writers = was.defer_writers;
                 (void) workers_submit_or_follow(m->workers, f);
                 return;
         }

@@ -121,6 +121,13 @@ static bool add(Recheck *r, const char *path, uint64_t delay, unsigned max_tries
         ssize_t i = find(r, path);
         if (i >= 0) {
                 Item *it = &r->items[i];
+                if (it->final)
+                        /* its last try is on its way, and is listed whatever it
+                         * finds: a check begun before it (still deferring to the
+                         * writer) must not start the episode over. Under a
+                         * writer that never stops, each new episode would
+                         * again be overtaken, and no violation ever listed */
+                        return false;
                 if (it->due == SPENT && !retry) { /* measured provisionally after all: re-check that */
                         *it = (Item) { .path = it->path, .delay = delay, .due = now_usec() + delay,
                                        .max_tries = max_tries };

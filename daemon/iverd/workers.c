@@ -641,8 +641,12 @@ void workers_submit(Workers *w, Job *j) {
 bool workers_submit_or_follow(Workers *w, Job *j) {
         if (hashing_indexed(j))
                 for (Job *l = *hashing_bucket(w, j->pending.st.dev, j->pending.st.ino); l; l = l->hashing_next)
+                        /* and asks what j asks: the same signature read, and
+                         * the same answer to a writer (a re-check's last try
+                         * hashes under one; a leader that defers would not) */
                         if (may_follow(&l->pending, &j->pending) &&
-                            l->opt.read_ima_xattr == j->opt.read_ima_xattr) {
+                            l->opt.read_ima_xattr == j->opt.read_ima_xattr &&
+                            l->opt.defer_writers == j->opt.defer_writers) {
                                 /* counted in the window like a job: a walk of many
                                  * names of one inode does not run ahead unbounded */
                                 j->light = true;
