@@ -6,6 +6,7 @@
 
 #include "appraisal.h"
 #include "macro.h"
+#include "workers-io.h"
 
 static bool has_digest(const IverMeasurement *m) {
         return m->status == IVER_MEASURE_STABLE || m->status == IVER_MEASURE_PROVISIONAL;

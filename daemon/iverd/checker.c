@@ -29,6 +29,7 @@
 #include "rest.h"
 #include "vanished.h"
 #include "walk.h"
+#include "workers-io.h"
 
 #define DISPATCH_BATCH 4096
 #define DONE_ROUNDS 8 /* takes of finished jobs in one wake-up of the loop */

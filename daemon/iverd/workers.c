@@ -20,7 +20,6 @@
  * small ones, which are always taken first: a tamper is never stuck behind
  * two 100 GiB files. */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -28,12 +27,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "macro.h"
-#include "pathfd.h"
 #include "thread.h"
+#include "workers-io.h"
 #include "workers.h"
 
 #define BIG_FILE_BYTES (64ULL << 20)
@@ -116,114 +114,9 @@ static Job *take(List *l) {
         return j;
 }
 
-/* Measure path without following a symlink in any component: the parent
- * directory is pinned with openat2(RESOLVE_NO_SYMLINKS), in pieces when the
- * path is longer than PATH_MAX, and the file is looked up (AT_SYMLINK_NOFOLLOW,
- * O_NOFOLLOW) from there. Otherwise a measured directory swapped for a symlink
- * between the event and the hash would have a file outside the policy
- * measured (and listed) under the name of one inside it. A path through a
- * symlink is treated as gone. */
-int workers_measure_path(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
-        const char *name;
-        int dfd = path_open_parent(path, &name);
-        if (dfd < 0)
-                return dfd == -ELOOP ? -ENOTDIR : dfd;
-        int r = iver_measure(dfd, name, opt, ret);
-        close(dfd);
-        return r;
-}
-
-int workers_measure_link(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
-        const char *name;
-        int dfd = path_open_parent(path, &name);
-        if (dfd < 0)
-                return dfd == -ELOOP ? -ENOTDIR : dfd;
-        int r = iver_measure_link(dfd, name, opt, ret);
-        close(dfd);
-        return r;
-}
-
-/* The parent directory of a worker's last job, kept for the next one: jobs
- * come mostly as siblings (one openat2 for all). Kept for DIR_CACHE_NS at
- * most, and never while the worker waits for work (an idle daemon pins no
- * directory: an unmount is not refused), so a directory swapped for a symlink
- * meanwhile costs at most a few milliseconds' files measured at their old
- * place. */
-#define DIR_CACHE_NS (50 * 1000 * 1000LL)
-typedef struct DirCache {
-        char *dir;
-        size_t len;
-        int fd;
-        int64_t opened_at;     /* iver_now_ns() */
-} DirCache;
-
-static void dir_cache_done(DirCache *c) {
-        free(c->dir);
-        if (c->fd >= 0)
-                close(c->fd);
-        *c = (DirCache) { .fd = -EBADF };
-}
-
-static void dir_cache_expire(DirCache *c) {
-        if (c->fd >= 0 && iver_now_ns() - c->opened_at > DIR_CACHE_NS)
-                dir_cache_done(c);
-}
-
-/* The parent directory of path, from the cache or opened (and cached). */
-static int dir_of(DirCache *c, const char *path, const char **ret_name) {
-        const char *slash = strrchr(path, '/');
-        if (!slash || slash == path || slash[1] == 0)
-                return -EINVAL; /* the daemon's paths are absolute file names */
-        size_t len = (size_t) (slash - path);
-        if (!(c->fd >= 0 && c->len == len && memcmp(c->dir, path, len) == 0)) {
-                char *dir = strndup(path, len);
-                if (!dir)
-                        return -ENOMEM;
-                int fd = path_open_dir(dir, O_PATH);
-                if (fd < 0) {
-                        free(dir);
-                        return fd == -ELOOP ? -ENOTDIR : fd;
-                }
-                dir_cache_done(c);
-                *c = (DirCache) { .dir = dir, .len = len, .fd = fd, .opened_at = iver_now_ns() };
-        }
-        *ret_name = slash + 1;
-        return c->fd;
-}
-
 /* The path worker self is at (workers_held), or NULL. */
 static void hold(Workers *w, unsigned self, const char *path) {
         __atomic_store_n(&w->held[self], path, __ATOMIC_RELEASE);
-}
-
-/* A cold file's hash waits for the disk, and a worker reads one file at a
- * time: a batch's files on a device (opt.read_ahead) are opened first and
- * their reads started (readahead, which does not wait for them), so the disk
- * has the batch's reads in flight while the worker hashes the first (a cold
- * ext4 tree of 200,000 small files: `xargs -P8 openssl` 10.6-11.0 s, -P2
- * 13.7-16.8 s). The open is the one the measurement makes; nothing is
- * observed until it does (the statx, and the lease, come after). ret_fd[i]:
- * the i-th job's fd, or -1 for run() to open it itself. */
-static void read_ahead(Workers *w, unsigned self, DirCache *c, const List *batch, int ret_fd[static BATCH_MAX]) {
-        unsigned i = 0;
-        for (const Job *j = batch->head; j && i < BATCH_MAX; j = j->next, i++) {
-                const char *name;
-                int dfd;
-                ret_fd[i] = -1;
-                if (batch->n < 2 || !j->opt.read_ahead || j->by_fd || j->big ||
-                    (!j->pending.unseen && !S_ISREG(j->pending.st.mode)) || (dfd = dir_of(c, j->path, &name)) < 0)
-                        continue;
-                hold(w, self, j->path); /* an open may hang (FUSE, a held fanotify event) */
-                int fd = iver_measure_open_fd(dfd, name);
-                hold(w, self, NULL);
-                if (fd < 0)
-                        continue; /* run() opens it again, and says why it cannot */
-                /* (the kernel reads no further than the end; a bigger file,
-                 * the batch's first, is read ahead by the kernel as it is
-                 * read) */
-                (void) readahead(fd, 0, BATCH_FILE_BYTES);
-                ret_fd[i] = fd;
-        }
 }
 
 /* Measure one job (fd: read_ahead's open of it, closed here, or -1). Returns false,
@@ -283,15 +176,16 @@ static void run_batch(Workers *w, unsigned self, DirCache *c, List *batch, List 
         uint64_t bytes = 0;
         List done = {};
         int fds[BATCH_MAX];
-        unsigned ahead = UINT_MAX; /* the index read_ahead() started at */
+        unsigned ahead = UINT_MAX, n_ahead = 0; /* the index read_ahead() started at, how many */
         for (unsigned i = 0; batch->head; i++) {
                 /* after the uses at the head: a use waits for no open ahead */
                 if (ahead == UINT_MAX && !batch->head->by_fd) {
-                        read_ahead(w, self, c, batch, fds);
+                        if (batch->n > 1)
+                                n_ahead = read_ahead(&w->held[self], c, batch->head, BATCH_MAX, fds);
                         ahead = i;
                 }
                 Job *j = take(batch);
-                int fd = ahead != UINT_MAX && i - ahead < BATCH_MAX ? fds[i - ahead] : -1;
+                int fd = ahead != UINT_MAX && i - ahead < n_ahead ? fds[i - ahead] : -1;
                 j->opt.no_cpu_time = timed;
                 hold(w, self, j->path);
                 bool ran = run(w, j, c, fd);
@@ -327,24 +221,6 @@ static bool has_work(const Workers *w) {
         return w->small.head || big_may_start(w);
 }
 
-static void stat_run(StatBatch *b) {
-        for (unsigned i = 0; i < b->n; i++) {
-                b->at[i] = iver_now_ns();
-                b->r[i] = iver_stat(b->statx, b->dirfd, b->names + b->name_off[i], b->want_version, &b->st[i]);
-        }
-}
-
-StatBatch *stat_batch_free(StatBatch *b) {
-        if (!b)
-                return NULL;
-        if (b->dirfd >= 0)
-                close(b->dirfd);
-        free(b->dir);
-        free(b->names);
-        free(b);
-        return NULL;
-}
-
 /* Under lock, after a job joined w->done: wake the loop, unless it has not
  * come back for the last ones yet (workers_take_done() returns them with
  * these, and arms the wake-up only once it finds none). One eventfd write
@@ -374,7 +250,7 @@ static void *stat_main(void *arg) {
                 if (j->dir)
                         dir_read_run(j->dir);
                 else
-                        stat_run(j->stat);
+                        stat_batch_run(j->stat);
                 hold(w, self, NULL);
                 pthread_mutex_lock(&w->lock);
                 w->quick_running--;
@@ -399,19 +275,16 @@ static void *stat_main(void *arg) {
  * job) runs as SCHED_OTHER. An unprivileged thread may switch both ways; a
  * nice +5 was faster still (2.98 s) but cannot be taken back without
  * CAP_SYS_NICE, and a use would then wait on a hash at the lower priority.
- * The policy is the thread's own (Linux), changed only when it must. */
-typedef struct Policy {
-        int now; /* SCHED_OTHER, SCHED_BATCH; -1: not to be changed */
-} Policy;
-
-static void policy_for(Policy *p, const List *batch) {
+ * The policy is the thread's own (Linux), changed only when it must:
+ * *now is SCHED_OTHER or SCHED_BATCH, or -1 (another: not to be changed). */
+static void policy_for(int *now, const List *batch) {
         bool use = false;
         for (const Job *j = batch->head; j && !use; j = j->next)
                 use = j->by_fd;
         int want = use ? SCHED_OTHER : SCHED_BATCH;
         struct sched_param sp = { .sched_priority = 0 };
-        if (p->now >= 0 && want != p->now && pthread_setschedparam(pthread_self(), want, &sp) == 0)
-                p->now = want;
+        if (*now >= 0 && want != *now && pthread_setschedparam(pthread_self(), want, &sp) == 0)
+                *now = want;
 }
 
 static void *worker_main(void *arg) {
@@ -419,8 +292,8 @@ static void *worker_main(void *arg) {
         unsigned self = __atomic_fetch_add(&w->started, 1, __ATOMIC_RELAXED);
         int policy;
         struct sched_param sp;
-        Policy pol = { .now = pthread_getschedparam(pthread_self(), &policy, &sp) == 0 &&
-                                      (policy == SCHED_OTHER || policy == SCHED_BATCH) ? policy : -1 };
+        int pol = pthread_getschedparam(pthread_self(), &policy, &sp) == 0 &&
+                  (policy == SCHED_OTHER || policy == SCHED_BATCH) ? policy : -1;
         DirCache c = { .fd = -EBADF };
         pthread_mutex_lock(&w->lock);
         for (;;) {

@@ -4,26 +4,9 @@
 #include "iver/check.h"
 #include "iver/policy.h"
 #include "dirread.h"
+#include "statbatch.h"
 #include "generation.h"
 
-/* A batch of files of one directory for the workers to statx (the walk's
- * look at each file, off the loop): names in, observations out. */
-#define STAT_BATCH_MAX 64U
-typedef struct StatBatch {
-        int dirfd;                 /* owned */
-        char *dir;                 /* the directory's path (owned) */
-        iver_statx_fn statx;
-        bool want_version;
-        unsigned n;
-        uint32_t name_off[STAT_BATCH_MAX];
-        char *names;               /* NUL-terminated, one after another (owned) */
-        size_t names_len, names_cap;
-        int r[STAT_BATCH_MAX];     /* filled by the worker: iver_stat()'s return */
-        int64_t at[STAT_BATCH_MAX];/* iver_now_ns() just before each statx */
-        IverStat st[STAT_BATCH_MAX];
-} StatBatch;
-
-StatBatch *stat_batch_free(StatBatch *b);
 
 /* The hashing worker pool. Jobs carry everything a worker needs; workers
  * touch no shared state but the job lists, and wake the event loop
@@ -101,11 +84,6 @@ void workers_finished(Workers *w, Job *j);
 /* Hand over a statx batch (job->stat) or a directory to read (job->dir) to
  * the statx threads: the walk waits for them, not for the hashes. */
 void workers_submit_stat(Workers *w, Job *job);
-/* iver_measure(AT_FDCWD, path, …) that follows no symlink in any component of
- * path, of any length (PATH_MAX does not apply) */
-int workers_measure_path(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
-/* The same for a symlink: the digest of its target (iver_measure_link). */
-int workers_measure_link(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret);
 /* The loop's side of the eventfd (readable: jobs are done). The loop acks
  * it, then takes finished jobs (oldest first) until workers_take_done()
  * returns NULL: only that re-arms the workers' wake-up. A loop that stops
