@@ -18,25 +18,24 @@
  * O_NOFOLLOW) from there. Otherwise a measured directory swapped for a symlink
  * between the event and the hash would have a file outside the policy
  * measured (and listed) under the name of one inside it. A path through a
- * symlink is treated as gone. */
-int workers_measure_path(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
+ * symlink is treated as gone. A symlink itself: the digest of its target
+ * (iver_measure_link). */
+static int measure_in_parent(const char *path, bool link, const IverMeasureOptions *opt, IverMeasurement *ret) {
         const char *name;
         int dfd = path_open_parent(path, &name);
         if (dfd < 0)
                 return dfd == -ELOOP ? -ENOTDIR : dfd;
-        int r = iver_measure(dfd, name, opt, ret);
+        int r = (link ? iver_measure_link : iver_measure)(dfd, name, opt, ret);
         close(dfd);
         return r;
 }
 
+int workers_measure_path(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
+        return measure_in_parent(path, false, opt, ret);
+}
+
 int workers_measure_link(const char *path, const IverMeasureOptions *opt, IverMeasurement *ret) {
-        const char *name;
-        int dfd = path_open_parent(path, &name);
-        if (dfd < 0)
-                return dfd == -ELOOP ? -ENOTDIR : dfd;
-        int r = iver_measure_link(dfd, name, opt, ret);
-        close(dfd);
-        return r;
+        return measure_in_parent(path, true, opt, ret);
 }
 
 void dir_cache_done(DirCache *c) {
