@@ -22,14 +22,19 @@ typedef struct Recheck Recheck;
 /* A re-check that is due is reported (reports->check); reports must outlive r. */
 int recheck_new(sd_event *event, const Reports *reports, Recheck **ret);
 Recheck *recheck_free(Recheck *r);
-/* True when path was not being re-checked: a new episode of instability. */
+/* True when path was not being re-checked: a new episode of instability.
+ * A path whose last try is under way keeps it (false): a check begun before
+ * it, still deferring to a writer, does not start the episode over (under a
+ * writer that never stops, each episode would be overtaken so, and the
+ * writer never listed). */
 bool recheck_add(Recheck *r, const char *path);
 /* A measurement failed with error (-errno): when the cause is transient
  * (EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN; EIO once) the path is checked again
  * with backoff and true is returned. */
 bool recheck_retry(Recheck *r, const char *path, int error);
-/* Whether path's last re-check try came back (still provisional): then it
- * leaves the set and its result is listed (true). */
+/* Whether path's last re-check try came back (still provisional, or
+ * unstable): then it leaves the set (true), and a provisional result is
+ * listed. */
 bool recheck_take_final(Recheck *r, const char *path);
 /* Whether path's last try is under way (recheck_take_final would say so):
  * its check hashes even a file still open for write. */
