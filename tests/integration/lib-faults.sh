@@ -60,8 +60,10 @@ faults_cleanup() {
         local rc=$? i
         trap - EXIT INT TERM HUP
         set +e
-        for ((i = ${#F_PIDS[@]} - 1; i >= 0; i--)); do
-                [[ -n ${F_PIDS[i]:-} ]] && stop_pid "${F_PIDS[i]}"
+        # by index: untrack_pid leaves holes, and a count would miss the last ones
+        local idx=("${!F_PIDS[@]}")
+        for ((i = ${#idx[@]} - 1; i >= 0; i--)); do
+                stop_pid "${F_PIDS[${idx[i]}]}"
         done
         for ((i = ${#F_CLEAN[@]} - 1; i >= 0; i--)); do
                 eval "${F_CLEAN[i]}" || echo "WARNING: cleanup step failed: ${F_CLEAN[i]}" >&2

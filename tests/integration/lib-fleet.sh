@@ -26,8 +26,11 @@ fleet_stop_pid() { # pid
 
 fleet_cleanup() {
         local rc=$? i
-        for ((i = ${#FLEET_PIDS[@]} - 1; i >= 0; i--)); do
-                fleet_stop_pid "${FLEET_PIDS[i]}"
+        # by index: a pid untracked (lib-guest.sh) leaves a hole, and a count
+        # would miss the last ones
+        local idx=("${!FLEET_PIDS[@]}")
+        for ((i = ${#idx[@]} - 1; i >= 0; i--)); do
+                fleet_stop_pid "${FLEET_PIDS[${idx[i]}]}"
         done
         if [ "$rc" -ne 0 ] && [ -n "${D:-}" ]; then
                 for f in "$D"/*.log; do
