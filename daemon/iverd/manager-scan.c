@@ -78,6 +78,23 @@ void manager_scan_progress(const Manager *m, ScanProgress *ret) {
         }
 }
 
+/* Free heap pages go back to the system when the daemon settles after
+ * measuring something: a scan's transient heap (walk batches, jobs, the
+ * workers' buffers), and between scans the pages that a churn of events
+ * (paths, jobs, outcomes in flight) touched and freed again, which would
+ * otherwise stay resident. The settled daemon is the cache and the list's
+ * index. A scan's end trims at once; the churn at most every
+ * TRIM_EVERY_USEC (a few ms a trim). */
+#define TRIM_EVERY_USEC 10000000ULL
+static void trim(Manager *m, bool now) {
+        uint64_t t = now_usec();
+        if (m->h.measurements == m->trim_measurements || (!now && t - m->trim_usec < TRIM_EVERY_USEC))
+                return;
+        m->trim_usec = t;
+        m->trim_measurements = m->h.measurements;
+        (void) malloc_trim(0);
+}
+
 /* The scan settled: one line for it (always for the first, for a rescan
  * only when it found something). */
 static void scan_end(Manager *m) {
@@ -87,11 +104,8 @@ static void scan_end(Manager *m) {
         manager_scan_progress(m, &p);
         m->scan_active = false;
         m->scan_end_usec = (uint64_t) iver_monotonic_ns() / 1000;
-        /* a scan's transient heap (walk batches, jobs, the workers' buffers)
-         * goes back to the system: the settled daemon is the cache and the
-         * list's index (a few ms, once a scan) */
         if (p.initial || p.measured > 0)
-                (void) malloc_trim(0);
+                trim(m, true);
         if (p.initial || p.measured > 0 || p.errors > 0 || p.violations > 0)
                 log_scan_summary(p.initial ? "Initial measurement" : "Rescan", (unsigned long long) p.seen,
                                  (unsigned long long) p.measured, (unsigned long long) p.bytes, p.seconds,
@@ -169,6 +183,7 @@ void manager_maybe_settled(Manager *m) {
                         return;
         }
         scan_end(m);
+        trim(m, false);
         if (!m->h.initial_scan_done) {
                 m->h.initial_scan_done = true;
                 evidence_scan_done(m->h.evidence);

@@ -38,6 +38,7 @@ typedef struct Manager {
         uint64_t gid_stats;             /* group allowed to read (UINT64_MAX: none) */
         bool ready_sent;
         bool sweep_pending;             /* a full scan runs: sweep unseen entries when it settles */
+        uint64_t trim_usec, trim_measurements; /* the last malloc_trim: when, at how many measurements */
         Persist *persist;               /* snapshots of cache and ledger (persist.h) */
         WorkerHealth health;            /* the watchdog, fed while the workers progress */
 } Manager;
