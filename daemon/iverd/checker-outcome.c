@@ -86,8 +86,9 @@ static void list_other_name(House *m, const char *path, const IverCheckOutcome *
 }
 
 void checker_outcome(House *m, const char *path, const IverCheckOutcome *o, const IverDecision *dec,
-                     const uint8_t *sig, size_t sig_len, bool use) {
+                     const uint8_t *sig, size_t sig_len, unsigned how) {
         const IverPolicyDecision *d = dec->measure ? &dec->d : NULL;
+        bool use = how & OUTCOME_USE, last_try = how & OUTCOME_LAST_TRY;
         /* A provisional result (no read lease: open writers) may be of no
          * version the writer meant (a write in progress). Kernel IMA measures a
          * file at its use, not while it is written, and records open_writers
@@ -97,19 +98,23 @@ void checker_outcome(House *m, const char *path, const IverCheckOutcome *o, cons
          * otherwise it is looked at again when the writer is done, and only
          * the version it closed with is listed. A listed provisional digest is
          * followed by an open_writers violation entry: a verifier sees which
-         * digests were measured while a writer held the file. */
+         * digests were measured while a writer held the file. Only the last
+         * try's own result ends its episode: one from a check begun before
+         * it (still deferring to writers) that comes back while it is
+         * hashed leaves its mark to it. */
         bool retry = o->result == IVER_CHECK_ERROR && recheck_retry(m->recheck, path, o->error);
         if (o->result == IVER_CHECK_MEASURED && o->provisional) {
-                if (!use && !recheck_take_final(m->recheck, path)) {
+                if (!use && !(last_try && recheck_take_final(m->recheck, path))) {
                         (void) recheck_add(m->recheck, path);
                         return; /* a write in progress: its end is measured */
                 }
                 (void) recheck_add(m->recheck, path); /* a new episode, until it measures stably */
         } else if (o->result == IVER_CHECK_DEFERRED)
                 (void) recheck_add(m->recheck, path); /* until the writer is done, or its last try */
-        else if (o->result == IVER_CHECK_UNSTABLE)
-                (void) recheck_take_final(m->recheck, path); /* its last try, if it was: a new episode follows */
-        else if (o->result != IVER_CHECK_UNSTABLE && !retry)
+        else if (o->result == IVER_CHECK_UNSTABLE) {
+                if (last_try)
+                        (void) recheck_take_final(m->recheck, path); /* a new episode follows */
+        } else if (!retry)
                 recheck_remove(m->recheck, path);
         switch (o->result) {
         case IVER_CHECK_HIT:

@@ -142,17 +142,17 @@ static bool check_observed(House *m, const char *path, const IverStat *st, int64
         if (r <= 0) {
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx); /* seen by this scan */
-                checker_outcome(m, path, &o, &dec, NULL, 0, false);
+                checker_outcome(m, path, &o, &dec, NULL, 0, 0);
                 return true;
         }
         if (S_ISLNK(st->mode)) { /* a readlink and a hash of its target: done here */
                 IverMeasurement lm;
                 IverMeasureOptions lo = iver_check_measure_options(m->ctx, &p);
-                r = workers_measure_link(path, &lo, &lm);
+                r = workers_measure_link(path, &lo, &lm); /* under a writer too (no defer_writers) */
                 (void) iver_check_finish(m->ctx, path, &p, r, &lm, &o);
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-                checker_outcome(m, path, &o, &dec, NULL, 0, false);
+                checker_outcome(m, path, &o, &dec, NULL, 0, recheck_is_final(m->recheck, path) ? OUTCOME_LAST_TRY : 0);
                 return true;
         }
         return hand_over(m, path, &dec, &p, st_at, walked);
@@ -372,7 +372,7 @@ int checker_use(House *m, int fd, const char *path, bool exec, int pid, uint64_t
                 use_open_writers(m, path, exec, d, u->algo);
         r = iver_check_begin_stat(m->ctx, AT_FDCWD, path, &st, dec.algo, dec.flags | IVER_CHECK_USE, &p, &o);
         if (r <= 0) {
-                checker_outcome(m, path, &o, &dec, NULL, 0, true);
+                checker_outcome(m, path, &o, &dec, NULL, 0, OUTCOME_USE);
                 (void) evidence_commit(m->evidence); /* the use goes on: what it runs is on disk */
                 return 0;
         }
@@ -542,7 +542,7 @@ static void follower_done(House *m, Job *f) {
         }
         if (o.idx != IVER_CACHE_NONE)
                 iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-        checker_outcome(m, f->path, &o, &f->dec, NULL, 0, false);
+        checker_outcome(m, f->path, &o, &f->dec, NULL, 0, 0);
         queue_done(m->queue, f->path);
         job_free(f);
 }
@@ -578,7 +578,8 @@ static void finish_jobs(House *m, Job *list, bool *uses) {
                 job_hashed_version(m, j, &o);
                 if (o.idx != IVER_CACHE_NONE)
                         iver_cache_set_mark(iver_context_cache(m->ctx), o.idx);
-                checker_outcome(m, j->path, &o, &j->dec, j->sig, j->sig_len, j->by_fd);
+                checker_outcome(m, j->path, &o, &j->dec, j->sig, j->sig_len,
+                                j->by_fd ? OUTCOME_USE : j->opt.defer_writers ? 0 : OUTCOME_LAST_TRY);
                 handle_appraisal(m, j, &o);
                 if (j->by_fd) {
                         *uses = true;
