@@ -391,6 +391,9 @@ int fstrack_drain(FsTrack *t, unsigned rounds) {
 }
 
 int fstrack_on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        (void) fstrack_drain(userdata, 16); /* bounded: let other sources run */
+        FsTrack *t = userdata;
+        bool pause = brake_before(&t->brake);
+        (void) fstrack_drain(t, 16); /* bounded: let other sources run */
+        brake_after(&t->brake, pause);
         return 0;
 }

@@ -8,6 +8,8 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "brake.h"
+
 #include "fstrack.h"
 #include "overlay.h"
 
@@ -102,6 +104,7 @@ struct FsTrack {
         uint64_t overflow_rescan_usec; /* monotonic: the last rescan for lost events */
         unsigned overflows_pending;    /* overflows since, waiting for rescan_timer */
         sd_event_source *rescan_timer;
+        Brake brake;              /* of source (brake.h) */
         OverlayMap *overlays;
         size_t n_overlays;
 };

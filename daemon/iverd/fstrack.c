@@ -66,6 +66,7 @@ int fstrack_new(sd_event *event, IverContext *ctx, Rest *rest, const Reports *re
                         return r;
                 }
                 (void) sd_event_source_set_description(t->source, "fstrack");
+                brake_init(&t->brake, t->source, reports);
                 iver_context_set_attest(ctx, fstrack_attest, t);
         }
         *ret = t;
@@ -83,6 +84,7 @@ FsTrack *fstrack_free(FsTrack *t) {
         fstrack_overlays_free(t);
         sd_event_source_disable_unref(t->source);
         sd_event_source_disable_unref(t->rescan_timer);
+        brake_done(&t->brake);
         if (t->fd >= 0)
                 close(t->fd);
         free(t);
@@ -456,4 +458,12 @@ uint64_t fstrack_events(const FsTrack *t) {
 
 uint64_t fstrack_overflows(const FsTrack *t) {
         return t ? t->overflows : 0;
+}
+
+uint64_t fstrack_pauses(const FsTrack *t) {
+        return t ? t->brake.pauses : 0;
+}
+
+bool fstrack_paused(const FsTrack *t) {
+        return t && brake_paused(&t->brake);
 }

@@ -73,6 +73,10 @@ void fstrack_sync(FsTrack *t);
  * timestamp on tmpfs; the close is the only sign). Drains further. */
 void fstrack_sync_use(FsTrack *t);
 
+/* Reading is paused for a moment (a storm of events: the kernel merges
+ * them meanwhile); settle waits for it. */
+bool fstrack_paused(const FsTrack *t);
+
 /* The attest hook of lib/check.c (iver_attest_fn). */
 int fstrack_attest(void *userdata, const IverStat *st);
 
@@ -81,6 +85,8 @@ json_object *fstrack_status(FsTrack *t);
 json_object *fstrack_explain(FsTrack *t, const IverStat *st, uint32_t dev, uint64_t ino);
 uint64_t fstrack_events(const FsTrack *t);
 uint64_t fstrack_overflows(const FsTrack *t);
+/* How often reading paused for a storm of events (fstrack_paused). */
+uint64_t fstrack_pauses(const FsTrack *t);
 /* Whether writes to files on dev are seen by the fanotify group (every
  * event, no gap so far). */
 bool fstrack_tracks(FsTrack *t, uint32_t dev);

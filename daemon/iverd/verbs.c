@@ -42,6 +42,7 @@ static json_object *verb_status(House *m, Conn *c, json_object *req) {
         ADD(o, "tracking", fstrack_status(m->fstrack));
         ADD(o, "tracking_events", U64(fstrack_events(m->fstrack)));
         ADD(o, "tracking_overflows", U64(fstrack_overflows(m->fstrack)));
+        ADD(o, "tracking_pauses", U64(fstrack_pauses(m->fstrack)));
         ADD(o, "watches", U64(watch_count(m->watch)));
         ADD(o, "unwatched_dirs", U64(watch_failed(m->watch)));
         ADD(o, "inotify_budget", json_object_new_int64(watch_budget(m->watch)));
