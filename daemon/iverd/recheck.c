@@ -18,6 +18,7 @@
 
 typedef struct Item {
         char *path;
+        uint64_t hash;          /* of path (the index) */
         uint64_t due, delay;
         unsigned tries, max_tries;
         bool retry;             /* a transient failure, not a provisional result */
@@ -26,59 +27,148 @@ typedef struct Item {
 
 #define SPENT UINT64_MAX        /* a retry out of tries: stays (so its next failure is not retried) until the file is measured or gone */
 
+/* Every check of a file asks whether it is re-checked (recheck_is_final,
+ * recheck_remove), and a local user can hold many measured files open for
+ * write: lookups go through a hash index, the count of short backoffs is
+ * kept, and the timer is moved only forward on an add (a removal leaves it:
+ * it fires early at worst); only its firing looks at every item. */
 struct Recheck {
         const Reports *reports;
         Item *items;
         size_t n, cap;
+        uint32_t *index;        /* open addressing, linear probing: item number + 1; 0: empty */
+        size_t index_cap;       /* 0 or a power of 2, at least twice n */
+        size_t soon;            /* items whose backoff is short (recheck_pending_soon) */
+        uint64_t armed;         /* when the timer fires (UINT64_MAX: off) */
         sd_event_source *timer;
 };
 
-static void arm(Recheck *r) {
-        if (r->n == 0) {
-                (void) sd_event_source_set_enabled(r->timer, SD_EVENT_OFF);
-                return;
-        }
-        uint64_t due = UINT64_MAX;
+static uint64_t hash_path(const char *s) {
+        uint64_t h = 1469598103934665603ULL;
+        for (; *s; s++)
+                h = (h ^ (uint8_t) *s) * 1099511628211ULL;
+        return h ^ (h >> 29);
+}
+
+static void index_put(Recheck *r, size_t i) {
+        size_t mask = r->index_cap - 1, s = r->items[i].hash & mask;
+        while (r->index[s])
+                s = (s + 1) & mask;
+        r->index[s] = (uint32_t) i + 1;
+}
+
+static int index_reserve(Recheck *r, size_t n) {
+        if (2 * n <= r->index_cap)
+                return 0;
+        size_t cap = r->index_cap ? r->index_cap : 64;
+        while (cap < 2 * n)
+                cap *= 2;
+        uint32_t *ix = calloc(cap, sizeof(*ix));
+        if (!ix)
+                return -ENOMEM;
+        free(r->index);
+        r->index = ix;
+        r->index_cap = cap;
         for (size_t i = 0; i < r->n; i++)
-                if (r->items[i].due < due)
-                        due = r->items[i].due;
-        if (due == SPENT) {
-                (void) sd_event_source_set_enabled(r->timer, SD_EVENT_OFF);
-                return;
+                index_put(r, i);
+        return 0;
+}
+
+/* The index slot of item i (in the index). */
+static size_t index_slot(const Recheck *r, size_t i) {
+        size_t mask = r->index_cap - 1, s = r->items[i].hash & mask;
+        while (r->index[s] != i + 1)
+                s = (s + 1) & mask;
+        return s;
+}
+
+/* Empty slot s, shifting back the entries after it that may take it. */
+static void index_delete(Recheck *r, size_t s) {
+        size_t mask = r->index_cap - 1;
+        r->index[s] = 0;
+        for (size_t j = (s + 1) & mask; r->index[j]; j = (j + 1) & mask) {
+                size_t home = r->items[r->index[j] - 1].hash & mask;
+                if (((j - home) & mask) >= ((j - s) & mask)) {
+                        r->index[s] = r->index[j];
+                        r->index[j] = 0;
+                        s = j;
+                }
         }
+}
+
+static ssize_t find(const Recheck *r, const char *path) {
+        if (r->n == 0)
+                return -1;
+        uint64_t h = hash_path(path);
+        size_t mask = r->index_cap - 1;
+        for (size_t s = h & mask; r->index[s]; s = (s + 1) & mask) {
+                const Item *it = &r->items[r->index[s] - 1];
+                if (it->hash == h && strcmp(it->path, path) == 0)
+                        return (ssize_t) r->index[s] - 1;
+        }
+        return -1;
+}
+
+static void set_delay(Recheck *r, Item *it, uint64_t delay) {
+        r->soon -= it->delay < SOON_USEC;
+        r->soon += delay < SOON_USEC;
+        it->delay = delay;
+}
+
+/* The timer fires by due at the latest. */
+static void arm_by(Recheck *r, uint64_t due) {
+        if (due >= r->armed || due == SPENT)
+                return;
+        r->armed = due;
         (void) sd_event_source_set_time(r->timer, due);
         (void) sd_event_source_set_enabled(r->timer, SD_EVENT_ONESHOT);
 }
 
+/* Item i leaves the set (the last takes its place). */
+static void drop(Recheck *r, size_t i) {
+        set_delay(r, &r->items[i], SPENT);
+        index_delete(r, index_slot(r, i));
+        free(r->items[i].path);
+        size_t last = --r->n;
+        if (i != last) {
+                r->index[index_slot(r, last)] = (uint32_t) i + 1;
+                r->items[i] = r->items[last];
+        }
+        if (r->n == 0 && r->armed != UINT64_MAX) {
+                r->armed = UINT64_MAX;
+                (void) sd_event_source_set_enabled(r->timer, SD_EVENT_OFF);
+        }
+}
+
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Recheck *r = userdata;
-        uint64_t now = now_usec();
-        for (size_t i = 0; i < r->n;) {
+        uint64_t now = now_usec(), next = UINT64_MAX;
+        r->armed = UINT64_MAX;
+        for (size_t i = 0; i < r->n; i++) {
                 Item *it = &r->items[i];
                 if (it->due > now) {
-                        i++;
+                        if (it->due < next)
+                                next = it->due;
                         continue;
                 }
                 report_check(r->reports, it->path);
-                if (++it->tries >= it->max_tries && it->retry) {
-                        it->due = it->delay = SPENT;
-                        i++;
-                        continue;
-                }
-                if (it->tries >= it->max_tries) {
-                        /* held open for writing all along: this check's result is
-                         * listed even if provisional (recheck_take_final) */
-                        it->final = true;
-                        it->due = it->delay = SPENT;
-                        i++;
+                if (++it->tries >= it->max_tries) {
+                        /* a retry out of tries stays, so that its next failure
+                         * is not retried; a file held open for writing all
+                         * along: this check's result is listed even if
+                         * provisional (recheck_take_final) */
+                        it->final = !it->retry;
+                        it->due = SPENT;
+                        set_delay(r, it, SPENT);
                         continue;
                 }
                 /* stays in the set until measured stably; next try later */
-                it->delay *= 2;
+                set_delay(r, it, it->delay * 2);
                 it->due = now + it->delay;
-                i++;
+                if (it->due < next)
+                        next = it->due;
         }
-        arm(r);
+        arm_by(r, next);
         return 0;
 }
 
@@ -95,6 +185,7 @@ int recheck_new(sd_event *event, const Reports *reports, Recheck **ret) {
         }
         (void) sd_event_source_set_enabled(r->timer, SD_EVENT_OFF);
         (void) sd_event_source_set_description(r->timer, "recheck");
+        r->armed = UINT64_MAX;
         *ret = r;
         return 0;
 }
@@ -105,16 +196,10 @@ Recheck *recheck_free(Recheck *r) {
         for (size_t i = 0; i < r->n; i++)
                 free(r->items[i].path);
         free(r->items);
+        free(r->index);
         sd_event_source_disable_unref(r->timer);
         free(r);
         return NULL;
-}
-
-static ssize_t find(const Recheck *r, const char *path) {
-        for (size_t i = 0; i < r->n; i++)
-                if (strcmp(r->items[i].path, path) == 0)
-                        return (ssize_t) i;
-        return -1;
 }
 
 static bool add(Recheck *r, const char *path, uint64_t delay, unsigned max_tries, bool retry) {
@@ -129,21 +214,25 @@ static bool add(Recheck *r, const char *path, uint64_t delay, unsigned max_tries
                          * again be overtaken, and no violation ever listed */
                         return false;
                 if (it->due == SPENT && !retry) { /* measured provisionally after all: re-check that */
-                        *it = (Item) { .path = it->path, .delay = delay, .due = now_usec() + delay,
-                                       .max_tries = max_tries };
-                        arm(r);
+                        set_delay(r, it, delay);
+                        *it = (Item) { .path = it->path, .hash = it->hash, .delay = delay,
+                                       .due = now_usec() + delay, .max_tries = max_tries };
+                        arm_by(r, it->due);
                         return true; /* given up on before: a new episode */
                 }
                 return false; /* keeps its backoff */
         }
-        if (GROW(r->items, r->cap, r->n + 1, 16) < 0)
+        if (GROW(r->items, r->cap, r->n + 1, 16) < 0 || index_reserve(r, r->n + 1) < 0)
                 return true;
         char *p = strdup(path);
         if (!p)
                 return true;
-        r->items[r->n++] = (Item) { .path = p, .delay = delay, .due = now_usec() + delay, .max_tries = max_tries,
-                                    .retry = retry };
-        arm(r);
+        Item *it = &r->items[r->n];
+        *it = (Item) { .path = p, .hash = hash_path(p), .delay = SPENT, .due = now_usec() + delay,
+                       .max_tries = max_tries, .retry = retry };
+        set_delay(r, it, delay);
+        index_put(r, r->n++);
+        arm_by(r, it->due);
         return true;
 }
 
@@ -175,19 +264,14 @@ bool recheck_take_final(Recheck *r, const char *path) {
         ssize_t i = find(r, path);
         if (i < 0 || !r->items[i].final)
                 return false;
-        free(r->items[i].path);
-        r->items[i] = r->items[--r->n];
-        arm(r);
+        drop(r, (size_t) i);
         return true;
 }
 
 void recheck_remove(Recheck *r, const char *path) {
         ssize_t i = find(r, path);
-        if (i < 0)
-                return;
-        free(r->items[i].path);
-        r->items[i] = r->items[--r->n];
-        arm(r);
+        if (i >= 0)
+                drop(r, (size_t) i);
 }
 
 size_t recheck_count(const Recheck *r) {
@@ -195,8 +279,5 @@ size_t recheck_count(const Recheck *r) {
 }
 
 bool recheck_pending_soon(const Recheck *r) {
-        for (size_t i = 0; i < r->n; i++)
-                if (r->items[i].delay < SOON_USEC)
-                        return true;
-        return false;
+        return r->soon > 0;
 }
