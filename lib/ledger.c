@@ -54,23 +54,32 @@ typedef struct PathStat {
         char *path;
         uint64_t hash;
         uint64_t remeasured, avoided_vs_atime, bytes_hashed;
+        uint64_t seen;        /* when last accounted (the ledger's sequence) */
 } PathStat;
 
-#define PATHS_MAX 65536U /* bounded: paths beyond this many are not tracked (said in stats) */
+/* Bounded: the daemon lives as long as the host, and every re-hashed path
+ * (package upgrades name new versioned directories) would otherwise stay. A
+ * path new to a full table takes the place of the one that cost least (its
+ * counts start over; of those that cost as little, the longest unseen);
+ * one that costs much stays. */
+#define PATHS_MAX 1024U
+#define SLOTS (2 * PATHS_MAX) /* the index: open addressing, linear probing */
 
 struct IverLedger {
         IverLedgerCounters c;
         unsigned top_n;
-        PathStat *paths;      /* open addressing, capacity 2*PATHS_MAX */
+        PathStat *paths;      /* n_paths of PATHS_MAX, allocated at the first */
+        uint16_t *slots;      /* SLOTS: path number + 1; 0: empty */
         unsigned n_paths;
-        uint64_t untracked;
+        uint64_t seq;
+        uint64_t dropped;     /* paths that gave their place to another */
 };
 
 static uint64_t hash_str(const char *s) {
         uint64_t h = 1469598103934665603ULL;
         for (; *s; s++)
                 h = (h ^ (uint8_t) *s) * 1099511628211ULL;
-        return h;
+        return h ^ (h >> 32);
 }
 
 int iver_ledger_new(unsigned top_n, IverLedger **ret) {
@@ -85,40 +94,96 @@ int iver_ledger_new(unsigned top_n, IverLedger **ret) {
 IverLedger *iver_ledger_free(IverLedger *l) {
         if (!l)
                 return NULL;
-        if (l->paths)
-                for (unsigned i = 0; i < 2 * PATHS_MAX; i++)
-                        free(l->paths[i].path);
+        for (unsigned i = 0; i < l->n_paths; i++)
+                free(l->paths[i].path);
         free(l->paths);
+        free(l->slots);
         free(l);
         return NULL;
+}
+
+static bool top_before(const PathStat *a, const PathStat *b) {
+        if (a->bytes_hashed != b->bytes_hashed)
+                return a->bytes_hashed > b->bytes_hashed;
+        if (a->remeasured != b->remeasured)
+                return a->remeasured > b->remeasured;
+        return a->avoided_vs_atime > b->avoided_vs_atime;
+}
+
+/* Whether a gives its place before b: it cost less, or as little and was
+ * seen longer ago. */
+static bool victim_before(const PathStat *a, const PathStat *b) {
+        if (top_before(a, b) || top_before(b, a))
+                return top_before(b, a);
+        return a->seen < b->seen;
+}
+
+/* The index slot of path number i. */
+static unsigned slot_of(const IverLedger *l, unsigned i) {
+        unsigned s = (unsigned) (l->paths[i].hash & (SLOTS - 1));
+        while (l->slots[s] != i + 1)
+                s = (s + 1) & (SLOTS - 1);
+        return s;
+}
+
+/* Empty slot s, shifting back the entries after it that may take it. */
+static void slot_delete(IverLedger *l, unsigned s) {
+        l->slots[s] = 0;
+        for (unsigned j = (s + 1) & (SLOTS - 1); l->slots[j]; j = (j + 1) & (SLOTS - 1)) {
+                unsigned home = (unsigned) (l->paths[l->slots[j] - 1].hash & (SLOTS - 1));
+                if (((j - home) & (SLOTS - 1)) >= ((j - s) & (SLOTS - 1))) {
+                        l->slots[s] = l->slots[j];
+                        l->slots[j] = 0;
+                        s = j;
+                }
+        }
 }
 
 static PathStat *path_stat(IverLedger *l, const char *path) {
         if (!path)
                 return NULL;
         if (!l->paths) {
-                l->paths = calloc(2 * PATHS_MAX, sizeof(PathStat));
-                if (!l->paths)
+                l->paths = calloc(PATHS_MAX, sizeof(PathStat));
+                l->slots = calloc(SLOTS, sizeof(uint16_t));
+                if (!l->paths || !l->slots) {
+                        free(l->paths);
+                        free(l->slots);
+                        l->paths = NULL;
+                        l->slots = NULL;
                         return NULL;
+                }
         }
         uint64_t h = hash_str(path);
-        for (uint64_t i = h;; i++) {
-                PathStat *p = &l->paths[i & (2 * PATHS_MAX - 1)];
-                if (!p->path) {
-                        if (l->n_paths >= PATHS_MAX) {
-                                l->untracked++;
-                                return NULL;
-                        }
-                        p->path = strdup(path);
-                        if (!p->path)
-                                return NULL;
-                        p->hash = h;
-                        l->n_paths++;
-                        return p;
-                }
+        unsigned s = (unsigned) (h & (SLOTS - 1));
+        for (; l->slots[s]; s = (s + 1) & (SLOTS - 1)) {
+                PathStat *p = &l->paths[l->slots[s] - 1];
                 if (p->hash == h && strcmp(p->path, path) == 0)
                         return p;
         }
+        char *copy = strdup(path);
+        if (!copy)
+                return NULL;
+        unsigned i = l->n_paths;
+        if (i == PATHS_MAX) { /* full: the one that cost least gives its place */
+                i = 0;
+                for (unsigned k = 1; k < PATHS_MAX; k++)
+                        if (victim_before(&l->paths[k], &l->paths[i]))
+                                i = k;
+                slot_delete(l, slot_of(l, i));
+                free(l->paths[i].path);
+                l->dropped++;
+                /* the probe above may have passed the freed slot */
+                for (s = (unsigned) (h & (SLOTS - 1)); l->slots[s]; s = (s + 1) & (SLOTS - 1))
+                        ;
+        } else
+                l->n_paths++;
+        l->paths[i] = (PathStat) { .path = copy, .hash = h };
+        l->slots[s] = (uint16_t) (i + 1);
+        return &l->paths[i];
+}
+
+uint64_t iver_ledger_paths_dropped(const IverLedger *l) {
+        return l->dropped;
 }
 
 void iver_ledger_account(IverLedger *l, const IverVerdict *v, uint64_t size, int digest_changed,
@@ -160,6 +225,7 @@ void iver_ledger_account(IverLedger *l, const IverVerdict *v, uint64_t size, int
         if (v->iverd || v->atime) {
                 PathStat *p = path_stat(l, path);
                 if (p) {
+                        p->seen = ++l->seq;
                         p->remeasured += v->iverd;
                         p->avoided_vs_atime += !v->iverd && v->atime;
                         p->bytes_hashed += bytes_hashed;
@@ -183,14 +249,6 @@ void iver_ledger_set_counters(IverLedger *l, const IverLedgerCounters *c) {
         l->c = *c;
 }
 
-static bool top_before(const PathStat *a, const PathStat *b) {
-        if (a->bytes_hashed != b->bytes_hashed)
-                return a->bytes_hashed > b->bytes_hashed;
-        if (a->remeasured != b->remeasured)
-                return a->remeasured > b->remeasured;
-        return a->avoided_vs_atime > b->avoided_vs_atime;
-}
-
 unsigned iver_ledger_top(const IverLedger *l, IverLedgerTop *rows, unsigned n) {
         const PathStat *best[64];
         unsigned k = 0;
@@ -202,10 +260,8 @@ unsigned iver_ledger_top(const IverLedger *l, IverLedgerTop *rows, unsigned n) {
         if (!l->paths || n == 0)
                 return 0;
         /* insertion into a small sorted array: n is tiny */
-        for (unsigned i = 0; i < 2 * PATHS_MAX; i++) {
+        for (unsigned i = 0; i < l->n_paths; i++) {
                 const PathStat *p = &l->paths[i];
-                if (!p->path)
-                        continue;
                 unsigned j = k < n ? k++ : n;
                 if (j == n && !top_before(p, best[n - 1]))
                         continue;

@@ -64,7 +64,8 @@ int verb_status(int argc, char *argv[]) {
         return IVERCTL_EXIT_OK;
 }
 
-/* The ledger's own field table (lib/ledger.c), then the daemon's violations. */
+/* The ledger's own field table (lib/ledger.c), then the daemon's violations and
+ * the places given up in the ledger's top set. */
 typedef struct StatField {
         const char *key, *help, *unit;
 } StatField;
@@ -76,6 +77,8 @@ static bool stat_field(size_t i, StatField *ret) {
                 *ret = (StatField) { f[i].name, f[i].help, f[i].unit };
         else if (i == n)
                 *ret = (StatField) { "violations", "integrity violations (unstable files, failed appraisals)", "" };
+        else if (i == n + 1)
+                *ret = (StatField) { "top_paths_dropped", "paths that gave their place among the 1,024 followed for --top", "" };
         else
                 return false;
         return true;

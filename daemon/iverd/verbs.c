@@ -110,6 +110,7 @@ static json_object *verb_stats(House *m, Conn *c, json_object *req) {
                                 *q = '_';
                 ADD(s, key, U64(m->appraisals[i]));
         }
+        ADD(s, "top_paths_dropped", U64(iver_ledger_paths_dropped(iver_context_ledger(m->ctx))));
         ADD(o, "stats", s);
         json_object *v;
         int top = 10;

@@ -96,8 +96,13 @@ typedef struct IverLedgerTop {
         uint64_t avoided_vs_atime;
         uint64_t bytes_hashed;
 } IverLedgerTop;
-/* Fill up to n rows, ordered by bytes_hashed then remeasured; returns rows. */
+/* Fill up to n rows, ordered by bytes_hashed then remeasured; returns rows.
+ * At most 1,024 paths are followed: a path new to a full set takes the place
+ * of the one that cost least, whose counts are dropped (and its own start
+ * then); a path that costs much stays. */
 unsigned iver_ledger_top(const IverLedger *l, IverLedgerTop *rows, unsigned n);
+/* How many paths gave their place to another so far. */
+uint64_t iver_ledger_paths_dropped(const IverLedger *l);
 
 /* Human-readable and JSON dumps. */
 void iver_ledger_print(const IverLedgerCounters *c, FILE *f);

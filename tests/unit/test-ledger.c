@@ -209,6 +209,42 @@ START_TEST(test_top_n) {
 }
 END_TEST
 
+/* The set of followed paths is bounded (1,024): a stream of paths re-hashed
+ * once each neither grows it nor pushes out the paths that cost most. */
+START_TEST(test_top_bounded) {
+        IverLedger *l = NULL;
+        ck_assert_int_eq(iver_ledger_new(4, &l), 0);
+        IverVerdict v = { .iverd = true, .atime = true, .mtime = true };
+        char path[48];
+        for (int k = 0; k < 50; k++)
+                for (int i = 0; i < 4; i++) {
+                        snprintf(path, sizeof(path), "/usr/bin/heavy%d", i);
+                        iver_ledger_account(l, &v, 1000, 1, 1000 * (uint64_t) (i + 1), 0, path);
+                }
+        for (int i = 0; i < 100000; i++) {
+                snprintf(path, sizeof(path), "/usr/lib/modules/%d/kernel/mod.ko", i);
+                iver_ledger_account(l, &v, 10, 1, 10, 0, path);
+        }
+        IverLedgerTop rows[4];
+        ck_assert_uint_eq(iver_ledger_top(l, rows, 4), 4);
+        for (int i = 0; i < 4; i++) {
+                snprintf(path, sizeof(path), "/usr/bin/heavy%d", 3 - i);
+                ck_assert_str_eq(rows[i].path, path);
+                ck_assert_uint_eq(rows[i].remeasured, 50);
+                ck_assert_uint_eq(rows[i].bytes_hashed, 50 * 1000 * (uint64_t) (4 - i));
+        }
+        /* 1,020 places for the stream: all but the last 1,020 gave theirs up */
+        ck_assert_uint_eq(iver_ledger_paths_dropped(l), 100000 - 1020);
+        /* the newest 1,020 are followed (of those that cost as little, the
+         * longest unseen gives its place), the older not */
+        iver_ledger_account(l, &v, 10, 1, 10, 0, "/usr/lib/modules/98980/kernel/mod.ko");
+        ck_assert_uint_eq(iver_ledger_paths_dropped(l), 100000 - 1020);
+        iver_ledger_account(l, &v, 10, 1, 10, 0, "/usr/lib/modules/98979/kernel/mod.ko");
+        ck_assert_uint_eq(iver_ledger_paths_dropped(l), 100000 - 1020 + 1);
+        iver_ledger_free(l);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("ledger");
         TCase *tc = tcase_create("core");
@@ -217,6 +253,7 @@ int main(void) {
         tcase_add_test(tc, test_read_counts_once);
         tcase_add_test(tc, test_mtime_shadow_sticks);
         tcase_add_test(tc, test_top_n);
+        tcase_add_test(tc, test_top_bounded);
         tcase_add_test(tc, test_metadata_only);
         tcase_add_test(tc, test_field_table);
         suite_add_tcase(s, tc);
