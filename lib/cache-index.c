@@ -85,21 +85,19 @@ uint32_t *cache_index_slot_of(const IverCache *c, const Index *x, uint32_t i) {
         }
 }
 
-/* Backward-shift deletion keeps linear probing tombstone-free. */
+typedef struct IndexOf {
+        const IverCache *c;
+        const Index *x;
+} IndexOf;
+
+static uint64_t home_of(const void *ctx, uint32_t slot) {
+        const IndexOf *o = ctx;
+        return home(o->x, slot_hash(o->c, o->x, slot_num(slot)));
+}
+
 void cache_index_delete(IverCache *c, Index *x, uint32_t *slot) {
-        uint32_t hole = (uint32_t) (slot - x->slots);
-        for (uint32_t j = next(x, hole);; j = next(x, j)) {
-                if (x->slots[j] == SLOT_EMPTY)
-                        break;
-                uint32_t h = home(x, slot_hash(c, x, slot_num(x->slots[j])));
-                /* move j into the hole if its home is not in (hole, j] cyclically */
-                bool in_between = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
-                if (!in_between) {
-                        x->slots[hole] = x->slots[j];
-                        hole = j;
-                }
-        }
-        x->slots[hole] = SLOT_EMPTY;
+        IndexOf o = { c, x };
+        iver_table_delete(x->slots, x->cap, (uint64_t) (slot - x->slots), SLOT_EMPTY, home_of, &o);
 }
 
 static void insert_hashed(Index *x, uint64_t hash, uint32_t i) {

@@ -7,6 +7,7 @@
 
 #include "iver/ledger.h"
 #include "macro.h"
+#include "table.h"
 
 static inline uint64_t mix(uint64_t h, uint64_t v) {
         h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -63,13 +64,13 @@ typedef struct PathStat {
  * counts start over; of those that cost as little, the longest unseen);
  * one that costs much stays. */
 #define PATHS_MAX 1024U
-#define SLOTS (2 * PATHS_MAX) /* the index: open addressing, linear probing */
+#define SLOTS 2048U /* the index (table.h): at most half full */
 
 struct IverLedger {
         IverLedgerCounters c;
         unsigned top_n;
         PathStat *paths;      /* n_paths of PATHS_MAX, allocated at the first */
-        uint16_t *slots;      /* SLOTS: path number + 1; 0: empty */
+        uint32_t *slots;      /* SLOTS: path number + 1; 0: empty */
         unsigned n_paths;
         uint64_t seq;
         uint64_t dropped;     /* paths that gave their place to another */
@@ -118,25 +119,21 @@ static bool victim_before(const PathStat *a, const PathStat *b) {
         return a->seen < b->seen;
 }
 
+static uint64_t home(uint64_t hash) {
+        return iver_table_home((uint32_t) hash, SLOTS);
+}
+
 /* The index slot of path number i. */
-static unsigned slot_of(const IverLedger *l, unsigned i) {
-        unsigned s = (unsigned) (l->paths[i].hash & (SLOTS - 1));
+static uint64_t slot_of(const IverLedger *l, unsigned i) {
+        uint64_t s = home(l->paths[i].hash);
         while (l->slots[s] != i + 1)
-                s = (s + 1) & (SLOTS - 1);
+                s = iver_table_next(s, SLOTS);
         return s;
 }
 
-/* Empty slot s, shifting back the entries after it that may take it. */
-static void slot_delete(IverLedger *l, unsigned s) {
-        l->slots[s] = 0;
-        for (unsigned j = (s + 1) & (SLOTS - 1); l->slots[j]; j = (j + 1) & (SLOTS - 1)) {
-                unsigned home = (unsigned) (l->paths[l->slots[j] - 1].hash & (SLOTS - 1));
-                if (((j - home) & (SLOTS - 1)) >= ((j - s) & (SLOTS - 1))) {
-                        l->slots[s] = l->slots[j];
-                        l->slots[j] = 0;
-                        s = j;
-                }
-        }
+static uint64_t home_of(const void *ctx, uint32_t slot) {
+        const IverLedger *l = ctx;
+        return home(l->paths[slot - 1].hash);
 }
 
 static PathStat *path_stat(IverLedger *l, const char *path) {
@@ -144,7 +141,7 @@ static PathStat *path_stat(IverLedger *l, const char *path) {
                 return NULL;
         if (!l->paths) {
                 l->paths = calloc(PATHS_MAX, sizeof(PathStat));
-                l->slots = calloc(SLOTS, sizeof(uint16_t));
+                l->slots = calloc(SLOTS, sizeof(uint32_t));
                 if (!l->paths || !l->slots) {
                         free(l->paths);
                         free(l->slots);
@@ -153,9 +150,8 @@ static PathStat *path_stat(IverLedger *l, const char *path) {
                         return NULL;
                 }
         }
-        uint64_t h = hash_str(path);
-        unsigned s = (unsigned) (h & (SLOTS - 1));
-        for (; l->slots[s]; s = (s + 1) & (SLOTS - 1)) {
+        uint64_t h = hash_str(path), s = home(h);
+        for (; l->slots[s]; s = iver_table_next(s, SLOTS)) {
                 PathStat *p = &l->paths[l->slots[s] - 1];
                 if (p->hash == h && strcmp(p->path, path) == 0)
                         return p;
@@ -169,16 +165,16 @@ static PathStat *path_stat(IverLedger *l, const char *path) {
                 for (unsigned k = 1; k < PATHS_MAX; k++)
                         if (victim_before(&l->paths[k], &l->paths[i]))
                                 i = k;
-                slot_delete(l, slot_of(l, i));
+                iver_table_delete(l->slots, SLOTS, slot_of(l, i), 0, home_of, l);
                 free(l->paths[i].path);
                 l->dropped++;
                 /* the probe above may have passed the freed slot */
-                for (s = (unsigned) (h & (SLOTS - 1)); l->slots[s]; s = (s + 1) & (SLOTS - 1))
+                for (s = home(h); l->slots[s]; s = iver_table_next(s, SLOTS))
                         ;
         } else
                 l->n_paths++;
         l->paths[i] = (PathStat) { .path = copy, .hash = h };
-        l->slots[s] = (uint16_t) (i + 1);
+        l->slots[s] = i + 1;
         return &l->paths[i];
 }
 

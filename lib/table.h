@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
-/* Sizes and home slots of the open-addressing tables with linear probing
- * (the cache's indexes, the list's dedup index). A table holds at most 4/5
+/* Sizes, home slots and deletion of the open-addressing tables with linear
+ * probing (the cache's indexes, the list's dedup index, the ledger's paths,
+ * the daemon's re-checks). A table holds at most 4/5
  * of its capacity; capacities go in quarter steps, 2^k·(1, 5/4, 3/2, 7/4),
  * so a table spends 1.25 to 1.56 slots a key, where powers of two at a load
  * of 3/4 spent 1.33 to 2.67 (the price: a key is moved about six times over
@@ -32,4 +33,22 @@ static inline uint64_t iver_table_home(uint32_t h, uint64_t cap) {
 /* The slot after i, the last one wrapping to the first (linear probing). */
 static inline uint64_t iver_table_next(uint64_t i, uint64_t cap) {
         return i + 1 == cap ? 0 : i + 1;
+}
+
+/* Empty slot hole of a table of cap 32-bit slots (empty: an empty slot's
+ * value), moving back each later entry of its run whose home allows:
+ * backward-shift deletion keeps linear probing free of tombstones. home_of
+ * gives the home slot of the entry a slot holds. */
+static inline void iver_table_delete(uint32_t *slots, uint64_t cap, uint64_t hole, uint32_t empty,
+                                     uint64_t (*home_of)(const void *ctx, uint32_t slot), const void *ctx) {
+        for (uint64_t j = iver_table_next(hole, cap); slots[j] != empty; j = iver_table_next(j, cap)) {
+                uint64_t h = home_of(ctx, slots[j]);
+                /* j moves into the hole unless its home is in (hole, j] cyclically */
+                bool in_between = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
+                if (!in_between) {
+                        slots[hole] = slots[j];
+                        hole = j;
+                }
+        }
+        slots[hole] = empty;
 }

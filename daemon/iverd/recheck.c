@@ -8,6 +8,7 @@
 
 #include "grow.h"
 #include "recheck.h"
+#include "table.h"
 #include "thread.h"
 
 #define DELAY_MIN_USEC 20000ULL
@@ -36,8 +37,8 @@ struct Recheck {
         const Reports *reports;
         Item *items;
         size_t n, cap;
-        uint32_t *index;        /* open addressing, linear probing: item number + 1; 0: empty */
-        size_t index_cap;       /* 0 or a power of 2, at least twice n */
+        uint32_t *index;        /* open addressing (table.h): item number + 1; 0: empty */
+        size_t index_cap;
         size_t soon;            /* items whose backoff is short (recheck_pending_soon) */
         uint64_t armed;         /* when the timer fires (UINT64_MAX: off) */
         sd_event_source *timer;
@@ -50,19 +51,21 @@ static uint64_t hash_path(const char *s) {
         return h ^ (h >> 29);
 }
 
+static uint64_t home(const Recheck *r, uint64_t hash) {
+        return iver_table_home((uint32_t) hash, r->index_cap);
+}
+
 static void index_put(Recheck *r, size_t i) {
-        size_t mask = r->index_cap - 1, s = r->items[i].hash & mask;
+        uint64_t s = home(r, r->items[i].hash);
         while (r->index[s])
-                s = (s + 1) & mask;
+                s = iver_table_next(s, r->index_cap);
         r->index[s] = (uint32_t) i + 1;
 }
 
 static int index_reserve(Recheck *r, size_t n) {
-        if (2 * n <= r->index_cap)
+        if (r->index_cap > 0 && !iver_table_over(n, r->index_cap))
                 return 0;
-        size_t cap = r->index_cap ? r->index_cap : 64;
-        while (cap < 2 * n)
-                cap *= 2;
+        size_t cap = iver_table_capacity(n, 64);
         uint32_t *ix = calloc(cap, sizeof(*ix));
         if (!ix)
                 return -ENOMEM;
@@ -75,33 +78,23 @@ static int index_reserve(Recheck *r, size_t n) {
 }
 
 /* The index slot of item i (in the index). */
-static size_t index_slot(const Recheck *r, size_t i) {
-        size_t mask = r->index_cap - 1, s = r->items[i].hash & mask;
+static uint64_t index_slot(const Recheck *r, size_t i) {
+        uint64_t s = home(r, r->items[i].hash);
         while (r->index[s] != i + 1)
-                s = (s + 1) & mask;
+                s = iver_table_next(s, r->index_cap);
         return s;
 }
 
-/* Empty slot s, shifting back the entries after it that may take it. */
-static void index_delete(Recheck *r, size_t s) {
-        size_t mask = r->index_cap - 1;
-        r->index[s] = 0;
-        for (size_t j = (s + 1) & mask; r->index[j]; j = (j + 1) & mask) {
-                size_t home = r->items[r->index[j] - 1].hash & mask;
-                if (((j - home) & mask) >= ((j - s) & mask)) {
-                        r->index[s] = r->index[j];
-                        r->index[j] = 0;
-                        s = j;
-                }
-        }
+static uint64_t home_of(const void *ctx, uint32_t slot) {
+        const Recheck *r = ctx;
+        return home(r, r->items[slot - 1].hash);
 }
 
 static ssize_t find(const Recheck *r, const char *path) {
         if (r->n == 0)
                 return -1;
         uint64_t h = hash_path(path);
-        size_t mask = r->index_cap - 1;
-        for (size_t s = h & mask; r->index[s]; s = (s + 1) & mask) {
+        for (uint64_t s = home(r, h); r->index[s]; s = iver_table_next(s, r->index_cap)) {
                 const Item *it = &r->items[r->index[s] - 1];
                 if (it->hash == h && strcmp(it->path, path) == 0)
                         return (ssize_t) r->index[s] - 1;
@@ -127,7 +120,7 @@ static void arm_by(Recheck *r, uint64_t due) {
 /* Item i leaves the set (the last takes its place). */
 static void drop(Recheck *r, size_t i) {
         set_delay(r, &r->items[i], SPENT);
-        index_delete(r, index_slot(r, i));
+        iver_table_delete(r->index, r->index_cap, index_slot(r, i), 0, home_of, r);
         free(r->items[i].path);
         size_t last = --r->n;
         if (i != last) {

@@ -237,10 +237,15 @@ START_TEST(test_top_bounded) {
         ck_assert_uint_eq(iver_ledger_paths_dropped(l), 100000 - 1020);
         /* the newest 1,020 are followed (of those that cost as little, the
          * longest unseen gives its place), the older not */
-        iver_ledger_account(l, &v, 10, 1, 10, 0, "/usr/lib/modules/98980/kernel/mod.ko");
+        for (int i = 100000 - 1020; i < 100000; i++) {
+                snprintf(path, sizeof(path), "/usr/lib/modules/%d/kernel/mod.ko", i);
+                iver_ledger_account(l, &v, 10, 1, 10, 0, path);
+        }
         ck_assert_uint_eq(iver_ledger_paths_dropped(l), 100000 - 1020);
         iver_ledger_account(l, &v, 10, 1, 10, 0, "/usr/lib/modules/98979/kernel/mod.ko");
         ck_assert_uint_eq(iver_ledger_paths_dropped(l), 100000 - 1020 + 1);
+        ck_assert_uint_eq(iver_ledger_top(l, rows, 4), 4);
+        ck_assert_str_eq(rows[0].path, "/usr/bin/heavy3"); /* still followed */
         iver_ledger_free(l);
 }
 END_TEST
