@@ -234,7 +234,10 @@ static void on_write(FsTrack *t, TrackedFs *f, uint64_t mask, struct file_handle
         iver_cache_update_flags(c, idx, IVER_ENTRY_WRITTEN | (stale ? IVER_ENTRY_STALE : 0), 0);
         char p[IVER_CACHE_PATH_MAX];
         (void) iver_cache_path(c, idx, p, sizeof(p));
-        report_check(t->reports, p); /* the queue keeps its own copy */
+        if (close_write)
+                report_check(t->reports, p); /* the queue keeps its own copy */
+        else
+                report_written(t->reports, p);
 }
 
 /* A change in a measured tree by process pid: its files are not at rest
@@ -345,7 +348,10 @@ void fstrack_dispatch(FsTrack *t, uint64_t mask, const char *path, int pid) {
         if (mask & FAN_CLOSE_WRITE)
                 close_written(t, path);
         /* deletions and moves away: the check sees ENOENT and drops the entry */
-        report_check(t->reports, path);
+        if ((mask & ~(uint64_t) FAN_MODIFY) == 0)
+                report_written(t->reports, path);
+        else
+                report_check(t->reports, path);
 }
 
 int fstrack_drain(FsTrack *t, unsigned rounds) {

@@ -52,6 +52,13 @@ static void on_report_check(void *userdata, const char *path) {
         manager_queue(userdata, path);
 }
 
+static void on_report_written(void *userdata, const char *path) {
+        Manager *m = userdata;
+        if (recheck_scheduled(m->h.recheck, path))
+                return; /* its next try comes, and its writer's close is a check */
+        manager_queue(m, path);
+}
+
 static void on_report_rescan(void *userdata) {
         (void) manager_rescan(userdata);
 }
@@ -151,6 +158,7 @@ static void reports_init(Manager *m) {
         m->reports = (Reports) {
                 .userdata = m,
                 .check = on_report_check,
+                .written = on_report_written,
                 .rescan = on_report_rescan,
                 .dir_wanted = on_report_dir_wanted,
                 .dir_files = on_report_dir_files,

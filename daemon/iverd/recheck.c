@@ -253,6 +253,11 @@ bool recheck_is_final(const Recheck *r, const char *path) {
         return i >= 0 && r->items[i].final;
 }
 
+bool recheck_scheduled(const Recheck *r, const char *path) {
+        ssize_t i = find(r, path);
+        return i >= 0 && r->items[i].due != SPENT;
+}
+
 bool recheck_take_final(Recheck *r, const char *path) {
         ssize_t i = find(r, path);
         if (i < 0 || !r->items[i].final)

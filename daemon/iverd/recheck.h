@@ -39,6 +39,9 @@ bool recheck_take_final(Recheck *r, const char *path);
 /* Whether path's last try is under way (recheck_take_final would say so):
  * its check hashes even a file still open for write. */
 bool recheck_is_final(const Recheck *r, const char *path);
+/* Whether a try of path is scheduled (not a last try under way, not a
+ * retry out of tries): a check will come without being asked. */
+bool recheck_scheduled(const Recheck *r, const char *path);
 /* The file measured stably (or vanished): stop re-checking it. */
 void recheck_remove(Recheck *r, const char *path);
 size_t recheck_count(const Recheck *r);

@@ -23,6 +23,10 @@ typedef struct Reports {
         void *userdata;
         /* path needs a check (a trigger fired, a retry is due) */
         void (*check)(void *userdata, const char *path);
+        /* path was written to (a modification, no close, no name change):
+         * a check, unless one is already scheduled for it (a writer holds it
+         * and its re-checks run: they and the writer's close look again) */
+        void (*written)(void *userdata, const char *path);
         /* the tree may have changed where no event told (lost events, a
          * mount, an unwatchable directory): look at everything again */
         void (*rescan)(void *userdata);
@@ -77,6 +81,12 @@ typedef struct Reports {
 static inline void report_check(const Reports *r, const char *path) {
         if (r && r->check)
                 r->check(r->userdata, path);
+}
+static inline void report_written(const Reports *r, const char *path) {
+        if (r && r->written)
+                r->written(r->userdata, path);
+        else
+                report_check(r, path);
 }
 static inline void report_rescan(const Reports *r) {
         if (r && r->rescan)

@@ -83,12 +83,15 @@ START_TEST(test_episode) {
         ck_assert_int_ge(recheck_new(e, &reports, &r), 0);
         checks = 0;
         ck_assert(recheck_add(r, "/tree/busy"));
+        ck_assert(recheck_scheduled(r, "/tree/busy"));
+        ck_assert(!recheck_scheduled(r, "/tree/none"));
         ck_assert(recheck_add(r, "/tree/other"));
         recheck_remove(r, "/tree/other"); /* the timer may fire for it: nothing is due */
         uint64_t end = now_usec() + 8 * 1000000ULL;
         while (!recheck_is_final(r, "/tree/busy") && now_usec() < end)
                 ck_assert_int_ge(sd_event_run(e, 100000), 0);
         ck_assert(recheck_is_final(r, "/tree/busy"));
+        ck_assert(!recheck_scheduled(r, "/tree/busy")); /* its last try is under way: a write asks again */
         ck_assert_uint_eq(checks, 8);
         ck_assert_str_eq(last_checked, "/tree/busy");
         ck_assert(!recheck_pending_soon(r)); /* its backoff is long past short */
