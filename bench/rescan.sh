@@ -16,17 +16,9 @@ SMALL=${2:-2000}
 LARGE=${3:-200000}
 K=${4:-15}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-[[ $(id -u) -eq 0 ]] || { echo "needs root (tmpfs mount)" >&2; exit 77; }
-D=$(mktemp -d /var/tmp/iver-bench-rescan.XXXXXX)
-PID=
-cleanup() {
-        [[ -n $PID ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-        mountpoint -q "$D/t" && umount "$D/t"
-        rm -rf --one-file-system -- "$D"
-}
-trap cleanup EXIT
-mkdir -p "$D/t"
-mount -t tmpfs -o size=2g iver-bench-rescan "$D/t"
+# shellcheck source=lib-tmpfs.sh
+source "$SRC/bench/lib-tmpfs.sh"
+bench_tmpfs /var/tmp rescan t 2g
 
 cpu_ns() { # the daemon's threads' time on a CPU so far
         local s=0 t
@@ -64,7 +56,7 @@ per_file() {
         kill "$PID"
         wait "$PID" 2>/dev/null || true
         PID=
-        umount "$D/t" && mount -t tmpfs -o size=2g iver-bench-rescan "$D/t"
+        bench_mount
         python3 - "$n" "$cached" "${samples[@]}" <<'PY'
 import statistics, sys
 n, cached = int(sys.argv[1]), int(sys.argv[2])

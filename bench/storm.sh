@@ -11,17 +11,9 @@
 set -euo pipefail
 BUILD=${1:-${IVER_BUILD_DIR:-build}}
 S=${2:-5}
-[[ $(id -u) -eq 0 ]] || { echo "needs root (tmpfs mount)" >&2; exit 77; }
-D=$(mktemp -d /tmp/iver-bench-storm.XXXXXX)
-PID=
-cleanup() {
-        [[ -n $PID ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-        mountpoint -q "$D/mnt" && umount "$D/mnt"
-        rm -rf --one-file-system -- "$D"
-}
-trap cleanup EXIT
-mkdir -p "$D/mnt"
-mount -t tmpfs -o size=256m iver-bench "$D/mnt"
+# shellcheck source=lib-tmpfs.sh
+source "$(dirname "$0")/lib-tmpfs.sh"
+bench_tmpfs /tmp storm mnt 256m
 tick=$(getconf CLK_TCK)
 run() { # label, env...
         local label=$1; shift
