@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
 # Sourced by the bench scripts that run a daemon on a private tmpfs.
 # bench_tmpfs BASE NAME SUBDIR SIZE: D, a new directory under BASE, with a
 # tmpfs of SIZE mounted at $D/SUBDIR (BENCH_MNT); on exit the daemon ($PID,

@@ -16,7 +16,7 @@ SMALL=${2:-2000}
 LARGE=${3:-200000}
 K=${4:-15}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=lib-tmpfs.sh
+# shellcheck source=bench/lib-tmpfs.sh
 source "$SRC/bench/lib-tmpfs.sh"
 bench_tmpfs /var/tmp rescan t 2g
 

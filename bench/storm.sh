@@ -11,7 +11,7 @@
 set -euo pipefail
 BUILD=${1:-${IVER_BUILD_DIR:-build}}
 S=${2:-5}
-# shellcheck source=lib-tmpfs.sh
+# shellcheck source=bench/lib-tmpfs.sh
 source "$(dirname "$0")/lib-tmpfs.sh"
 bench_tmpfs /tmp storm mnt 256m
 tick=$(getconf CLK_TCK)
