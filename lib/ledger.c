@@ -56,13 +56,16 @@ typedef struct PathStat {
         uint64_t hash;
         uint64_t remeasured, avoided_vs_atime, bytes_hashed;
         uint64_t seen;        /* when last accounted (the ledger's sequence) */
+        uint32_t at;          /* its place in the victims' heap */
 } PathStat;
 
 /* Bounded: the daemon lives as long as the host, and every re-hashed path
  * (package upgrades name new versioned directories) would otherwise stay. A
  * path new to a full table takes the place of the one that cost least (its
  * counts start over; of those that cost as little, the longest unseen);
- * one that costs much stays. */
+ * one that costs much stays. A heap keeps the next to give its place at its
+ * root: accounting only raises a path's cost and its last sighting, so a path
+ * moves down the heap, and a path new to the full table costs O(log n). */
 #define PATHS_MAX 1024U
 #define SLOTS 2048U /* the index (table.h): at most half full */
 
@@ -71,6 +74,7 @@ struct IverLedger {
         unsigned top_n;
         PathStat *paths;      /* n_paths of PATHS_MAX, allocated at the first */
         uint32_t *slots;      /* SLOTS: path number + 1; 0: empty */
+        uint32_t *heap;       /* n_paths path numbers, victim_before's order */
         unsigned n_paths;
         uint64_t seq;
         uint64_t dropped;     /* paths that gave their place to another */
@@ -99,6 +103,7 @@ IverLedger *iver_ledger_free(IverLedger *l) {
                 free(l->paths[i].path);
         free(l->paths);
         free(l->slots);
+        free(l->heap);
         free(l);
         return NULL;
 }
@@ -117,6 +122,37 @@ static bool victim_before(const PathStat *a, const PathStat *b) {
         if (top_before(a, b) || top_before(b, a))
                 return top_before(b, a);
         return a->seen < b->seen;
+}
+
+static bool heap_before(const IverLedger *l, uint32_t a, uint32_t b) {
+        return victim_before(&l->paths[l->heap[a]], &l->paths[l->heap[b]]);
+}
+
+static void heap_swap(IverLedger *l, uint32_t a, uint32_t b) {
+        uint32_t t = l->heap[a];
+        l->heap[a] = l->heap[b];
+        l->heap[b] = t;
+        l->paths[l->heap[a]].at = a;
+        l->paths[l->heap[b]].at = b;
+}
+
+/* Restores the heap's order about place at after its path changed. */
+static void heap_fix(IverLedger *l, uint32_t at) {
+        while (at > 0 && heap_before(l, at, (at - 1) / 2)) {
+                heap_swap(l, at, (at - 1) / 2);
+                at = (at - 1) / 2;
+        }
+        for (;;) {
+                uint32_t least = at, c = 2 * at + 1;
+                if (c < l->n_paths && heap_before(l, c, least))
+                        least = c;
+                if (c + 1 < l->n_paths && heap_before(l, c + 1, least))
+                        least = c + 1;
+                if (least == at)
+                        return;
+                heap_swap(l, at, least);
+                at = least;
+        }
 }
 
 static uint64_t home(uint64_t hash) {
@@ -142,11 +178,14 @@ static PathStat *path_stat(IverLedger *l, const char *path) {
         if (!l->paths) {
                 l->paths = calloc(PATHS_MAX, sizeof(PathStat));
                 l->slots = calloc(SLOTS, sizeof(uint32_t));
-                if (!l->paths || !l->slots) {
+                l->heap = calloc(PATHS_MAX, sizeof(uint32_t));
+                if (!l->paths || !l->slots || !l->heap) {
                         free(l->paths);
                         free(l->slots);
+                        free(l->heap);
                         l->paths = NULL;
                         l->slots = NULL;
+                        l->heap = NULL;
                         return NULL;
                 }
         }
@@ -159,21 +198,22 @@ static PathStat *path_stat(IverLedger *l, const char *path) {
         char *copy = strdup(path);
         if (!copy)
                 return NULL;
-        unsigned i = l->n_paths;
+        unsigned i = l->n_paths, at = i;
         if (i == PATHS_MAX) { /* full: the one that cost least gives its place */
-                i = 0;
-                for (unsigned k = 1; k < PATHS_MAX; k++)
-                        if (victim_before(&l->paths[k], &l->paths[i]))
-                                i = k;
+                i = l->heap[0];
+                at = 0;
                 iver_table_delete(l->slots, SLOTS, slot_of(l, i), 0, home_of, l);
                 free(l->paths[i].path);
                 l->dropped++;
                 /* the probe above may have passed the freed slot */
                 for (s = home(h); l->slots[s]; s = iver_table_next(s, SLOTS))
                         ;
-        } else
+        } else {
                 l->n_paths++;
-        l->paths[i] = (PathStat) { .path = copy, .hash = h };
+                l->heap[at] = i;
+        }
+        /* the caller accounts it and puts it in its place (heap_fix) */
+        l->paths[i] = (PathStat) { .path = copy, .hash = h, .at = at };
         l->slots[s] = i + 1;
         return &l->paths[i];
 }
@@ -225,6 +265,7 @@ void iver_ledger_account(IverLedger *l, const IverVerdict *v, uint64_t size, int
                         p->remeasured += v->iverd;
                         p->avoided_vs_atime += !v->iverd && v->atime;
                         p->bytes_hashed += bytes_hashed;
+                        heap_fix(l, p->at);
                 }
         }
 }

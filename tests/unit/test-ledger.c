@@ -8,6 +8,7 @@
 
 #include "iver/ledger.h"
 #include "check-run.h"
+#include "seed.h"
 
 enum { F_ATIME = 1, F_MTIME = 2, F_CTIME = 4, F_SIZE = 8 };
 
@@ -250,6 +251,75 @@ START_TEST(test_top_bounded) {
 }
 END_TEST
 
+/* The bounded set against a model that scans all 1,024 for the one that cost
+ * least: a skewed random stream over 3,000 paths, the places given up compared
+ * after every account. A wrong victim keeps a path the model dropped (or the
+ * reverse), and the counts part the next time either is seen. */
+enum { MODEL_PATHS = 3000, MODEL_MAX = 1024 };
+typedef struct {
+        int id;
+        uint64_t bytes, n, seen;
+} ModelPath;
+
+static bool model_victim_before(const ModelPath *a, const ModelPath *b) {
+        if (a->bytes != b->bytes)
+                return a->bytes < b->bytes;
+        if (a->n != b->n)
+                return a->n < b->n;
+        return a->seen < b->seen;
+}
+
+START_TEST(test_top_bounded_model) {
+        IverLedger *l = NULL;
+        ck_assert_int_eq(iver_ledger_new(8, &l), 0);
+        static ModelPath kept[MODEL_MAX];
+        static int where[MODEL_PATHS]; /* place in kept + 1; 0: not kept */
+        memset(where, 0, sizeof(where));
+        unsigned n_kept = 0;
+        uint64_t dropped = 0, seq = 0;
+        uint64_t rng = test_seed("ledger model", 0x9e3779b97f4a7c15ULL) | 1;
+        IverVerdict v = { .iverd = true, .atime = true, .mtime = true };
+        char path[48];
+        for (int step = 0; step < 200000; step++) {
+                rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                /* skewed: low ids come often, high ones seldom */
+                int id = (int) ((rng % MODEL_PATHS) * ((rng >> 32) % MODEL_PATHS) / MODEL_PATHS);
+                uint64_t bytes = (rng >> 40) % 4 * 100;
+                if (!where[id]) {
+                        unsigned k = n_kept;
+                        if (n_kept == MODEL_MAX) {
+                                k = 0;
+                                for (unsigned j = 1; j < MODEL_MAX; j++)
+                                        if (model_victim_before(&kept[j], &kept[k]))
+                                                k = j;
+                                where[kept[k].id] = 0;
+                                dropped++;
+                        } else
+                                n_kept++;
+                        kept[k] = (ModelPath) { .id = id };
+                        where[id] = (int) k + 1;
+                }
+                ModelPath *m = &kept[where[id] - 1];
+                m->bytes += bytes, m->n++, m->seen = ++seq;
+                snprintf(path, sizeof(path), "/var/lib/pkg/%d", id);
+                iver_ledger_account(l, &v, bytes, 1, bytes, 0, path);
+                ck_assert_uint_eq(iver_ledger_paths_dropped(l), dropped);
+        }
+        ck_assert_uint_gt(dropped, 10000); /* the stream did churn the set */
+        /* the costliest of the model's kept paths lead the top rows */
+        IverLedgerTop rows[8];
+        ck_assert_uint_eq(iver_ledger_top(l, rows, 8), 8);
+        for (int r = 0; r < 8; r++) {
+                int id = -1;
+                sscanf(rows[r].path, "/var/lib/pkg/%d", &id);
+                ck_assert_int_gt(where[id], 0);
+                ck_assert_uint_eq(rows[r].bytes_hashed, kept[where[id] - 1].bytes);
+                ck_assert_uint_eq(rows[r].remeasured, kept[where[id] - 1].n);
+        }
+        iver_ledger_free(l);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("ledger");
         TCase *tc = tcase_create("core");
@@ -259,6 +329,7 @@ int main(void) {
         tcase_add_test(tc, test_mtime_shadow_sticks);
         tcase_add_test(tc, test_top_n);
         tcase_add_test(tc, test_top_bounded);
+        tcase_add_test(tc, test_top_bounded_model);
         tcase_add_test(tc, test_metadata_only);
         tcase_add_test(tc, test_field_table);
         suite_add_tcase(s, tc);
