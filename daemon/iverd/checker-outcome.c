@@ -103,6 +103,7 @@ void checker_outcome(House *m, const char *path, const IverCheckOutcome *o, cons
          * it (still deferring to writers) that comes back while it is
          * hashed leaves its mark to it. */
         bool retry = o->result == IVER_CHECK_ERROR && recheck_retry(m->recheck, path, o->error);
+        bool list_unstable = false;
         if (o->result == IVER_CHECK_MEASURED && o->provisional) {
                 if (!use && !(last_try && recheck_take_final(m->recheck, path))) {
                         (void) recheck_add(m->recheck, path);
@@ -111,10 +112,11 @@ void checker_outcome(House *m, const char *path, const IverCheckOutcome *o, cons
                 (void) recheck_add(m->recheck, path); /* a new episode, until it measures stably */
         } else if (o->result == IVER_CHECK_DEFERRED)
                 (void) recheck_add(m->recheck, path); /* until the writer is done, or its last try */
-        else if (o->result == IVER_CHECK_UNSTABLE) {
-                if (last_try)
-                        (void) recheck_take_final(m->recheck, path); /* a new episode follows */
-        } else if (!retry)
+        else if (o->result == IVER_CHECK_UNSTABLE)
+                /* a new episode follows; the first last try found unstable
+                 * is listed (below) */
+                list_unstable = last_try && recheck_unstable_final(m->recheck, path);
+        else if (!retry)
                 recheck_remove(m->recheck, path);
         switch (o->result) {
         case IVER_CHECK_HIT:
@@ -156,8 +158,17 @@ void checker_outcome(House *m, const char *path, const IverCheckOutcome *o, cons
                                               : "open_writers: measured while open for write");
                 break;
         case IVER_CHECK_UNSTABLE:
+                /* No digest: the list's last entry for the name, if any, is
+                 * of an older version. Once its re-checks have found it
+                 * changing through their last try, a verifier is told, as
+                 * kernel IMA tells of a file read while written: a violation
+                 * entry, once for as long as it stays unstable (recheck.h) */
                 m->violations++;
-                log_violation(path, "unstable: kept changing while hashed");
+                if (list_unstable && d && d->action == IVER_ACTION_MEASURE) {
+                        if (evidence_record_unstable(m->evidence, path, o->owner, d, dec->algo) > 0)
+                                (void) evidence_commit(m->evidence);
+                } else
+                        log_violation(path, "unstable: kept changing while hashed");
                 recheck_add(m->recheck, path);
                 break;
         case IVER_CHECK_ERROR:

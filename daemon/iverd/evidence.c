@@ -409,6 +409,15 @@ static int stage(Evidence *e, IverImaEntry *ent) {
         return evidence_flush(e);
 }
 
+/* The owner's bucket ran dry at path: one violation names it. */
+static int budget_ran_dry(Evidence *e, const char *path, uint32_t owner, const IverPolicyDecision *d, IverHashAlgo algo) {
+        char why[200];
+        snprintf(why, sizeof(why), "budget: uid %u's files made more than %d list entries (refilled %d an hour); "
+                 "their changes are listed again at their use", owner, BUDGET_BURST, BUDGET_PER_HOUR);
+        log_violation(path, why);
+        return evidence_record_violation(e, path, d, algo);
+}
+
 int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, const IverPolicyDecision *d,
                     const uint8_t *sig, size_t sig_len, bool use) {
         IverImaEntry *ent = NULL;
@@ -455,11 +464,7 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
         case BUDGET_LIMIT:
                 iver_imalog_entry_free(ent);
                 report_unlisted(e->reports, path);
-                char why[200];
-                snprintf(why, sizeof(why), "budget: uid %u's files made more than %d list entries (refilled %d an hour); "
-                         "their changes are listed again at their use", o->owner, BUDGET_BURST, BUDGET_PER_HOUR);
-                log_violation(path, why);
-                return evidence_record_violation(e, path, d, o->digest.algo);
+                return budget_ran_dry(e, path, o->owner, d, o->digest.algo);
         case BUDGET_SUPPRESS:
                 iver_imalog_entry_free(ent);
                 report_unlisted(e->reports, path);
@@ -467,6 +472,23 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
         }
         r = stage(e, ent);
         return r < 0 ? r : 1;
+}
+
+int evidence_record_unstable(Evidence *e, const char *path, uint32_t owner, const IverPolicyDecision *d,
+                             IverHashAlgo algo) {
+        int r;
+        switch (e->scan_done ? budget_take(e->budget, owner, now_usec()) : BUDGET_LIST) {
+        case BUDGET_LIST:
+                log_violation(path, "unstable: kept changing while hashed");
+                r = evidence_record_violation(e, path, d, algo);
+                return r < 0 ? r : 1;
+        case BUDGET_LIMIT:
+                r = budget_ran_dry(e, path, owner, d, algo);
+                return r < 0 ? r : 1;
+        default:
+                log_violation(path, "unstable: kept changing while hashed (not listed: its owner's budget)");
+                return 0;
+        }
 }
 
 int evidence_record_violation(Evidence *e, const char *path, const IverPolicyDecision *d, IverHashAlgo algo) {

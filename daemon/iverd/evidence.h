@@ -37,6 +37,14 @@ int evidence_record(Evidence *e, const char *path, const IverCheckOutcome *o, co
  * into the entry, as in the kernel. d: the deciding measure rule (pcr=,
  * template=), or NULL; algo: the d-ng algorithm name recorded. */
 int evidence_record_violation(Evidence *e, const char *path, const IverPolicyDecision *d, IverHashAlgo algo);
+/* A file that kept changing through the hash of its last re-check (it has
+ * no digest, and the list's last entry for it, if any, is of an older
+ * version): a violation entry, journal and audit message, under its owner's
+ * budget as a change's entry is. Returns 1 when an entry was staged (this
+ * one, or the one saying the budget ran dry), 0 when the budget held it
+ * back, -errno. */
+int evidence_record_unstable(Evidence *e, const char *path, uint32_t owner, const IverPolicyDecision *d,
+                             IverHashAlgo algo);
 /* The restart gap (evidence-gap.c): when the list existed before this run
  * (a restart or crash in this boot), list one violation entry
  * "iverd-gap:<start>-<end>" and write it, before any other entry of the run;

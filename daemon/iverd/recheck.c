@@ -24,6 +24,7 @@ typedef struct Item {
         unsigned tries, max_tries;
         bool retry;             /* a transient failure, not a provisional result */
         bool final;             /* its last try is queued: a provisional result now is listed */
+        bool unstable_listed;   /* a last try found it unstable, and that was listed */
 } Item;
 
 #define SPENT UINT64_MAX        /* a retry out of tries: stays (so its next failure is not retried) until the file is measured or gone */
@@ -264,6 +265,19 @@ bool recheck_take_final(Recheck *r, const char *path) {
                 return false;
         drop(r, (size_t) i);
         return true;
+}
+
+bool recheck_unstable_final(Recheck *r, const char *path) {
+        ssize_t i = find(r, path);
+        if (i < 0 || !r->items[i].final)
+                return false;
+        Item *it = &r->items[i];
+        bool first = !it->unstable_listed;
+        set_delay(r, it, DELAY_MIN_USEC);
+        *it = (Item) { .path = it->path, .hash = it->hash, .delay = DELAY_MIN_USEC, .due = now_usec() + DELAY_MIN_USEC,
+                       .max_tries = TRIES, .unstable_listed = true };
+        arm_by(r, it->due);
+        return first;
 }
 
 void recheck_remove(Recheck *r, const char *path) {

@@ -36,6 +36,11 @@ bool recheck_retry(Recheck *r, const char *path, int error);
  * unstable): then it leaves the set (true), and a provisional result is
  * listed. */
 bool recheck_take_final(Recheck *r, const char *path);
+/* Path's last try came back unstable (it kept changing while hashed): a
+ * new episode of tries begins at once. True the first time since path came
+ * into the set: its violation is listed once for as long as it stays
+ * unstable, not once an episode. False when no last try was under way. */
+bool recheck_unstable_final(Recheck *r, const char *path);
 /* Whether path's last try is under way (recheck_take_final would say so):
  * its check hashes even a file still open for write. */
 bool recheck_is_final(const Recheck *r, const char *path);

@@ -9,7 +9,8 @@
 # then the digest and the violation in the log and in the list within 12 s;
 # after the writer's close, the file's final version listed. Then three files
 # written without a pause by writers that hold them: each reported (a
-# violation) within 15 s. Needs root.
+# violation) within 15 s, and each one's last list entry a violation entry
+# (unstable ones listed once). Needs root.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib-faults.sh
@@ -71,6 +72,19 @@ for f in "${storm[@]}"; do
                 fail "$f, written without a pause by a writer holding it, had no violation within 15 s"
 done
 echo "write storm: $(grep -c "Violation on $D/tree/s[123]: " "$D/iverd.log") violations for ${#storm[@]} files"
+# What a verifier sees: each stormed file's last list entry is a violation
+# (all-zero template digest), not the digest of a version it no longer has
+# (unstable: listed once for as long as it stays so; open_writers: after its
+# provisional digest). The entries the storm made stay few.
+sleep 6 # at least one more episode of re-checks
+ctl log --ascii >"$D/list.txt" || die "iverctl log"
+for f in "${storm[@]}"; do
+        last=$(grep " $D/tree/$f\$" "$D/list.txt" | tail -n 1)
+        [[ $last =~ ^10\ 0{40}\  ]] || fail "$f's last list entry is no violation: '$last' ($(grep -c "tree/$f: unstable" "$D/iverd.log") unstable reports)"
+done
+n_storm=$(grep -cE " $D/tree/s[123]\$" "$D/list.txt")
+((n_storm <= 6 * ${#storm[@]})) || fail "the storm made $n_storm list entries for ${#storm[@]} files"
+echo "write storm: $n_storm list entries, $(grep -c "tree/s[123]: unstable" "$D/iverd.log") unstable reports"
 stop_iverd
 [[ $FAILS -eq 0 ]] || exit 1
 echo PASS

@@ -15,11 +15,10 @@
 #define PATHS 3000
 
 static unsigned checks;
-static char last_checked[64];
 
 static void on_check(void *userdata, const char *path) {
+        (void) path;
         checks++;
-        snprintf(last_checked, sizeof(last_checked), "%s", path);
 }
 
 static const Reports reports = { .check = on_check };
@@ -83,6 +82,7 @@ START_TEST(test_episode) {
         ck_assert_int_ge(recheck_new(e, &reports, &r), 0);
         checks = 0;
         ck_assert(recheck_add(r, "/tree/busy"));
+        ck_assert(recheck_add(r, "/tree/storm"));
         ck_assert(recheck_scheduled(r, "/tree/busy"));
         ck_assert(!recheck_scheduled(r, "/tree/none"));
         ck_assert(recheck_add(r, "/tree/other"));
@@ -92,14 +92,31 @@ START_TEST(test_episode) {
                 ck_assert_int_ge(sd_event_run(e, 100000), 0);
         ck_assert(recheck_is_final(r, "/tree/busy"));
         ck_assert(!recheck_scheduled(r, "/tree/busy")); /* its last try is under way: a write asks again */
-        ck_assert_uint_eq(checks, 8);
-        ck_assert_str_eq(last_checked, "/tree/busy");
+        ck_assert_uint_eq(checks, 16);
         ck_assert(!recheck_pending_soon(r)); /* its backoff is long past short */
         ck_assert(!recheck_add(r, "/tree/busy")); /* keeps its last try */
-        ck_assert(recheck_take_final(r, "/tree/busy"));
-        ck_assert_uint_eq(recheck_count(r), 0);
+        ck_assert(recheck_take_final(r, "/tree/busy")); /* /tree/storm stays */
+        ck_assert_uint_eq(recheck_count(r), 1);
         ck_assert(recheck_add(r, "/tree/busy")); /* a new episode */
         ck_assert(recheck_pending_soon(r));
+        /* a last try found unstable: listed the first time, and a new
+         * episode begins in place; its next last try unstable too is not
+         * listed again */
+        ck_assert(recheck_is_final(r, "/tree/storm"));
+        ck_assert(!recheck_unstable_final(r, "/tree/busy")); /* no last try under way */
+        ck_assert(recheck_unstable_final(r, "/tree/storm"));
+        ck_assert(!recheck_is_final(r, "/tree/storm"));
+        ck_assert(recheck_scheduled(r, "/tree/storm"));
+        ck_assert(!recheck_add(r, "/tree/storm")); /* keeps its episode */
+        ck_assert_uint_eq(recheck_count(r), 2);
+        end = now_usec() + 8 * 1000000ULL;
+        while (!recheck_is_final(r, "/tree/storm") && now_usec() < end)
+                ck_assert_int_ge(sd_event_run(e, 100000), 0);
+        ck_assert(recheck_is_final(r, "/tree/storm"));
+        ck_assert(!recheck_unstable_final(r, "/tree/storm")); /* listed once while unstable */
+        recheck_remove(r, "/tree/storm"); /* measured stably */
+        ck_assert(recheck_add(r, "/tree/storm"));
+        ck_assert_uint_eq(recheck_count(r), 2);
         recheck_free(r);
         sd_event_unref(e);
 }
