@@ -7,7 +7,8 @@
 
 #include "report.h"
 
-/* The storm brake of a change-event queue (the fanotify tracker's). A
+/* The storm brake of a change-event queue (the fanotify tracker's, the
+ * inotify watches'). A
  * writer writing a byte at a time to a tracked file made the loop read each
  * write's event as it came: the queue never held two to merge, so one event
  * a write and a core of CPU (bench/storm.sh: 95-99 % of a core; with the
@@ -18,8 +19,11 @@
  * before it acts reads it directly (the tracker's syncs before checks, uses
  * and listings at rest; the on-access thread's FIONREAD) and is not held up;
  * settle waits while the brake is on (its end reports settled: the queue may
- * hold nothing). The inotify watches have no such readers (a use does not
- * read their queue first), so they read as events come. */
+ * hold nothing). The inotify watches' queue is read by no one else: on the
+ * filesystems they track every cookie move re-hashes, so a use decides on its
+ * statx alone, and what their events start (checks, a closed writer's
+ * invalidation) comes at most BRAKE_USEC later than unbraked, and only in a
+ * storm. */
 typedef struct Brake {
         sd_event_source *io, *timer;
         const Reports *reports;

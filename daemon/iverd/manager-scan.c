@@ -142,7 +142,8 @@ static void sweep(Manager *m) {
 /* Nothing queued, hashed, walked or held at rest: no outcome is coming. */
 static bool work_settled(const Manager *m) {
         return queue_queued(m->h.queue) == 0 && queue_inflight(m->h.queue) == 0 && checker_use_jobs() == 0 && !walk_busy(m->h.walk) &&
-               !recheck_pending_soon(m->h.recheck) && rest_pending(m->h.rest) == 0 && !fstrack_paused(m->h.fstrack);
+               !recheck_pending_soon(m->h.recheck) && rest_pending(m->h.rest) == 0 && !fstrack_paused(m->h.fstrack) &&
+               !watch_paused(m->h.watch);
 }
 
 bool manager_settled(const Manager *m) {

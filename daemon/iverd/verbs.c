@@ -48,6 +48,7 @@ static json_object *verb_status(House *m, Conn *c, json_object *req) {
         ADD(o, "inotify_budget", json_object_new_int64(watch_budget(m->watch)));
         ADD(o, "inotify_overflows", U64(watch_overflows(m->watch)));
         ADD(o, "inotify_events", U64(watch_events(m->watch)));
+        ADD(o, "inotify_pauses", U64(watch_pauses(m->watch)));
         ADD(o, "on_access", json_object_new_string(iver_on_access_to_string(m->conf.on_access)));
         ADD(o, "fanotify_marks", U64(onaccess_marks(m->onaccess)));
         ADD(o, "fanotify_events", U64(onaccess_events(m->onaccess)));

@@ -13,6 +13,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include "brake.h"
 #include "log.h"
 #include "fstrack.h"
 #include "macro.h"
@@ -38,6 +39,7 @@ struct Watch {
         const Reports *reports;
         int fd;
         sd_event_source *source;
+        Brake brake;             /* a write storm's events merged in the kernel (brake.h) */
         WatchDir *dirs;          /* open addressing by wd */
         unsigned n, cap, tomb;
         unsigned failed;
@@ -69,6 +71,7 @@ int watch_new(sd_event *event, IverContext *ctx, FsTrack *fstrack, const Reports
                 return r;
         }
         (void) sd_event_source_set_description(w->source, "inotify");
+        brake_init(&w->brake, w->source, reports);
         *ret = w;
         return 0;
 }
@@ -79,6 +82,7 @@ Watch *watch_free(Watch *w) {
         for (unsigned i = 0; i < w->cap; i++)
                 free(w->dirs[i].path);
         free(w->dirs);
+        brake_done(&w->brake);
         sd_event_source_unref(w->source);
         close(w->fd);
         free(w);
@@ -263,6 +267,14 @@ uint64_t watch_events(const Watch *w) {
         return w->events;
 }
 
+uint64_t watch_pauses(const Watch *w) {
+        return w ? w->brake.pauses : 0;
+}
+
+bool watch_paused(const Watch *w) {
+        return w && brake_paused(&w->brake);
+}
+
 static void handle(Watch *w, const struct inotify_event *ev) {
         w->events++;
         if (ev->mask & IN_Q_OVERFLOW) {
@@ -297,13 +309,19 @@ static void handle(Watch *w, const struct inotify_event *ev) {
         /* a writer closed it: re-hash even if no timestamp moved (mmap stores) */
         if (ev->mask & IN_CLOSE_WRITE)
                 iver_check_invalidate(w->ctx, p);
-        /* deletions and moves away: the check sees ENOENT and drops the entry */
-        report_check(w->reports, p);
+        /* a write alone (no close, no name change): no check while one is
+         * due anyway (report_written); deletions and moves away: the check
+         * sees ENOENT and drops the entry */
+        if (ev->mask == IN_MODIFY)
+                report_written(w->reports, p);
+        else
+                report_check(w->reports, p);
 }
 
 static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Watch *w = userdata;
         char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+        bool pause = brake_before(&w->brake);
 
         for (int rounds = 0; rounds < 16; rounds++) { /* bounded: let other sources run */
                 ssize_t n = read(fd, buf, sizeof(buf));
@@ -315,5 +333,6 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
                         p += sizeof(*ev) + ev->len;
                 }
         }
+        brake_after(&w->brake, pause);
         return 0;
 }

@@ -31,4 +31,6 @@ unsigned watch_count(const Watch *w);
 unsigned watch_failed(const Watch *w);     /* directories left unwatched (limit) */
 uint64_t watch_overflows(const Watch *w);
 uint64_t watch_events(const Watch *w);
+uint64_t watch_pauses(const Watch *w);    /* the storm brake's (brake.h) */
+bool watch_paused(const Watch *w);
 long watch_budget(const Watch *w);        /* -1 until the first watch */
