@@ -164,7 +164,7 @@ void checker_outcome(House *m, const char *path, const IverCheckOutcome *o, cons
                  * kernel IMA tells of a file read while written: a violation
                  * entry, once for as long as it stays unstable (recheck.h) */
                 m->violations++;
-                if (list_unstable && d && d->action == IVER_ACTION_MEASURE) {
+                if (list_unstable && m->evidence && d && d->action == IVER_ACTION_MEASURE) {
                         if (evidence_record_unstable(m->evidence, path, o->owner, d, dec->algo) > 0)
                                 (void) evidence_commit(m->evidence);
                 } else
