@@ -18,7 +18,9 @@ typedef struct Recheck Recheck;
  * triggers often still cannot take the read lease, and no further event
  * comes. The result of a file's last try (~5 s after the first) is marked
  * final (recheck_take_final): a file still open for writing then has its
- * provisional digest listed, and a new episode of tries begins. */
+ * provisional digest listed, and a new episode of tries begins; one that
+ * kept changing through it (unstable) has a violation listed, once for as
+ * long as it stays so (recheck_unstable_final). */
 /* A re-check that is due is reported (reports->check); reports must outlive r. */
 int recheck_new(sd_event *event, const Reports *reports, Recheck **ret);
 Recheck *recheck_free(Recheck *r);
