@@ -142,7 +142,9 @@ def section(B, scale=None, with_targets=True):
     P(f"Initial measurement from nothing of {sz['small']:,} files of 10–200 bytes + {sz['small_big']:,} of 1 MiB "
       f"(small) and of {sz['large']:,} files of 1 MiB (large), on a tmpfs and on a loop-mounted ext4 (relatime) with the "
       f"page cache dropped before every run (`echo 3 > /proc/sys/vm/drop_caches`); "
-      + ("one run each" if B["repeat"] == 1 else f"best of {B['repeat']}") +
+      + ("one run each" if B["repeat"] == 1 else
+         f"best of {B['repeat']}" + (", run round by round (each round runs every contender)"
+                                      if B.get("rounds") else "")) +
       ". iverd: `--tpm none --on-access none`, default workers (one per CPU), wall from its start until `iverctl settle` "
       "returns, its list on tmpfs as /run is (\"list ext4\": its runtime directory on the ext4 under test); the others "
       "run as `find -print0 | xargs -0 …` (xargs fills a 128 KiB command line: the small tree's paths make about a "
