@@ -17,15 +17,7 @@ S=${2:-5}
 source "$(dirname "$0")/lib-tmpfs.sh"
 bench_tmpfs /tmp storm mnt 256m
 tick=$(getconf CLK_TCK)
-cat >"$D/nofan.c" <<'C'
-#include <errno.h>
-int fanotify_init(unsigned flags, unsigned event_f_flags) {
-        (void) flags; (void) event_f_flags;
-        errno = EPERM;
-        return -1;
-}
-C
-cc -shared -fPIC -o "$D/nofan.so" "$D/nofan.c"
+cc -shared -fPIC -o "$D/nofan.so" "$(dirname "$0")/../tests/integration/shim-nofanotify.c"
 run() { # label, env...
         local label=$1; shift
         rm -rf "${D:?}/mnt/"* "$D/state"

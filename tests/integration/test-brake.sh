@@ -16,15 +16,7 @@ source "$here/lib-faults.sh"
 faults_init brake
 command -v cc >/dev/null || die "cc not found"
 
-cat >"$D/nofan.c" <<'C'
-#include <errno.h>
-int fanotify_init(unsigned flags, unsigned event_f_flags) {
-        (void) flags; (void) event_f_flags;
-        errno = EPERM;
-        return -1;
-}
-C
-cc -shared -fPIC -o "$D/nofan.so" "$D/nofan.c" || die "cannot build the shim"
+cc -shared -fPIC -o "$D/nofan.so" "$here/shim-nofanotify.c" || die "cannot build the shim"
 printf 'measure path="%s/tree/**"\n' "$D" >"$D/p.policy"
 IVERD_TPM_ARGS=(--tpm none)
 # the sum of a status counter over both trackers

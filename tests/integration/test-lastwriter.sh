@@ -39,15 +39,7 @@ iver_mounts_init
 W=$IVER_WORKDIR
 # no whole-filesystem tracking (as without CAP_SYS_ADMIN or on an old kernel):
 # fanotify_init with FAN_REPORT_FID fails
-cat >"$W/nofan.c" <<'C'
-#include <errno.h>
-int fanotify_init(unsigned flags, unsigned event_f_flags) {
-        (void) flags; (void) event_f_flags;
-        errno = EPERM;
-        return -1;
-}
-C
-cc -shared -fPIC -o "$W/nofan.so" "$W/nofan.c" || { echo "FAIL: cannot build the shim" >&2; exit 1; }
+cc -shared -fPIC -o "$W/nofan.so" "$here/shim-nofanotify.c" || { echo "FAIL: cannot build the shim" >&2; exit 1; }
 FQ=/proc/sys/fs/fanotify/max_queued_events
 FQ_SAVED=$(cat "$FQ")
 ((FQ_SAVED > 1024)) || FQ_SAVED=16384
