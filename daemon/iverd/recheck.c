@@ -196,6 +196,14 @@ Recheck *recheck_free(Recheck *r) {
         return NULL;
 }
 
+/* A new episode of it in place: its tries start over, due after delay. */
+static void restart(Recheck *r, Item *it, uint64_t delay, unsigned max_tries, bool unstable_listed) {
+        set_delay(r, it, delay);
+        *it = (Item) { .path = it->path, .hash = it->hash, .delay = delay, .due = now_usec() + delay,
+                       .max_tries = max_tries, .unstable_listed = unstable_listed };
+        arm_by(r, it->due);
+}
+
 static bool add(Recheck *r, const char *path, uint64_t delay, unsigned max_tries, bool retry) {
         ssize_t i = find(r, path);
         if (i >= 0) {
@@ -208,10 +216,7 @@ static bool add(Recheck *r, const char *path, uint64_t delay, unsigned max_tries
                          * again be overtaken, and no violation ever listed */
                         return false;
                 if (it->due == SPENT && !retry) { /* measured provisionally after all: re-check that */
-                        set_delay(r, it, delay);
-                        *it = (Item) { .path = it->path, .hash = it->hash, .delay = delay,
-                                       .due = now_usec() + delay, .max_tries = max_tries };
-                        arm_by(r, it->due);
+                        restart(r, it, delay, max_tries, false);
                         return true; /* given up on before: a new episode */
                 }
                 return false; /* keeps its backoff */
@@ -271,12 +276,8 @@ bool recheck_unstable_final(Recheck *r, const char *path) {
         ssize_t i = find(r, path);
         if (i < 0 || !r->items[i].final)
                 return false;
-        Item *it = &r->items[i];
-        bool first = !it->unstable_listed;
-        set_delay(r, it, DELAY_MIN_USEC);
-        *it = (Item) { .path = it->path, .hash = it->hash, .delay = DELAY_MIN_USEC, .due = now_usec() + DELAY_MIN_USEC,
-                       .max_tries = TRIES, .unstable_listed = true };
-        arm_by(r, it->due);
+        bool first = !r->items[i].unstable_listed;
+        restart(r, &r->items[i], DELAY_MIN_USEC, TRIES, true);
         return first;
 }
 
