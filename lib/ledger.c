@@ -64,8 +64,9 @@ typedef struct PathStat {
  * path new to a full table takes the place of the one that cost least (its
  * counts start over; of those that cost as little, the longest unseen);
  * one that costs much stays. A heap keeps the next to give its place at its
- * root: accounting only raises a path's cost and its last sighting, so a path
- * moves down the heap, and a path new to the full table costs O(log n). */
+ * root: accounting only raises a followed path's cost and its last sighting,
+ * so it only moves down; a new path moves up from where it was put once its
+ * first account is made. Either is O(log n). */
 #define PATHS_MAX 1024U
 #define SLOTS 2048U /* the index (table.h): at most half full */
 
